@@ -1,0 +1,91 @@
+"""JSON in and out at the HTTP edge.
+
+Request bodies are parsed strictly: UTF-8 only, no NaN/Infinity, at most 64 levels of
+nesting, floats kept exact as `Decimal` (so the price guard's "at most 2 decimals" is
+checked on what was sent, not on a rounded float). Responses are compact JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from aiohttp import web
+
+from ..errors import validation_error
+
+MAX_DEPTH = 64
+_JSON_TYPES = ("application/json",)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(raw: bytes) -> Any:
+    """Parse a request body; any problem is a 400 `validation_error`."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise validation_error("The request body is not valid UTF-8") from exc
+    try:
+        data = json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise validation_error(
+            f"Malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise validation_error(f"Malformed JSON: {exc}") from exc
+    _check_depth(data)
+    return data
+
+
+def _check_depth(data: Any) -> None:
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise validation_error(f"Malformed JSON: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node)
+
+
+async def read_json(request: web.Request, *, required: bool = True) -> Any:
+    """The request's JSON body; an empty body is `{}` when not `required`."""
+    content_type = request.content_type
+    raw = await request.read()
+    if not raw.strip():
+        if required:
+            raise validation_error("A JSON object body is required")
+        return {}
+    if request.headers.get("Content-Type") and not _is_json_type(content_type):
+        raise validation_error(f"Content-Type must be application/json, got {content_type}")
+    return parse_json(raw)
+
+
+async def read_object(request: web.Request, *, required: bool = True) -> dict[str, Any]:
+    body = await read_json(request, required=required)
+    if not isinstance(body, dict):
+        raise validation_error("The request body must be a JSON object")
+    return body
+
+
+def _is_json_type(content_type: str) -> bool:
+    return content_type in _JSON_TYPES or content_type.endswith("+json")
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+def json_response(data: Any, status: int = 200) -> web.Response:
+    return web.Response(text=dumps(data), status=status, content_type="application/json")

@@ -1,0 +1,112 @@
+"""The one place errors are rendered, plus CORS and the control API's admin token.
+
+Every response, errors included, carries the CORS headers. Domain errors become the
+spec's envelope `{"detail", "code"}`; token-exchange failures keep their own
+`{"error"}` shape (spec 4.1); aiohttp's own HTTP errors (unknown path, wrong method,
+oversized body) are translated into the envelope; anything unexpected is logged and
+answered 500 in the envelope, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from ..errors import ApiError, TokenError, not_authenticated, payload_too_large
+from .jsonio import json_response
+
+log = logging.getLogger(__name__)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+CONTROL_PREFIX = "/_mock"
+ALLOWED_HEADERS = "Authorization, Content-Type, X-Mock-Scenario"
+ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+_HTTP_CODES = {
+    400: "validation_error",
+    401: "not_authenticated",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "already_exists",
+    413: "payload_too_large",
+}
+
+
+def make_middlewares(*, cors_origin: str, admin_token: str | None, max_body: int) -> list:
+    origins = frozenset(o.strip() for o in cors_origin.split(",") if o.strip())
+
+    @web.middleware
+    async def edge(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+            response: web.StreamResponse = web.Response(status=204)
+            response.headers["Access-Control-Allow-Methods"] = ALLOWED_METHODS
+            response.headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
+            response.headers["Access-Control-Max-Age"] = "600"
+        else:
+            response = await _answer(request, handler, admin_token, max_body)
+        _cors(request, response, origins)
+        return response
+
+    return [edge]
+
+
+async def _answer(
+    request: web.Request, handler: Handler, admin_token: str | None, max_body: int
+) -> web.StreamResponse:
+    try:
+        if admin_token is not None and request.path.startswith(CONTROL_PREFIX):
+            _check_admin(request, admin_token)
+        return await handler(request)
+    except ApiError as error:
+        return json_response(error.body(), error.status)
+    except TokenError as error:
+        return json_response({"error": error.message}, error.status)
+    except web.HTTPRequestEntityTooLarge:
+        error = payload_too_large(max_body)
+        return json_response(error.body(), error.status)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "error")
+        detail = _detail(request, exc)
+        response = json_response({"detail": detail, "code": code}, exc.status)
+        if exc.status == 405 and "Allow" in exc.headers:
+            response.headers["Allow"] = exc.headers["Allow"]
+        return response
+    except ConnectionResetError:
+        raise
+    except Exception:  # noqa: BLE001 - last line of defence: an envelope, not a traceback
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return json_response(
+            {"detail": "Internal error in the sandbox (logged)", "code": "internal_error"}, 500
+        )
+
+
+def _detail(request: web.Request, exc: web.HTTPException) -> str:
+    if exc.status == 404:
+        return f"No such endpoint: {request.method} {request.path}"
+    if exc.status == 405:
+        return f"Method {request.method} is not allowed on {request.path}"
+    return exc.reason
+
+
+def _check_admin(request: web.Request, admin_token: str) -> None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), admin_token):
+        raise not_authenticated(
+            "The control API needs 'Authorization: Bearer <admin token>' (--admin-token)"
+        )
+
+
+def _cors(request: web.Request, response: web.StreamResponse, origins: frozenset[str]) -> None:
+    if response.prepared:
+        return
+    origin = request.headers.get("Origin")
+    if "*" in origins:
+        response.headers["Access-Control-Allow-Origin"] = "*"
+    elif origin and origin in origins:
+        response.headers["Access-Control-Allow-Origin"] = origin
+        response.headers["Vary"] = "Origin"

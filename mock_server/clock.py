@@ -1,0 +1,131 @@
+"""Virtual time: the only source of "now" in the sandbox.
+
+Every timestamp in a response, every token expiry, every fulfillment step and every
+webhook retry asks a `Clock`. Two kinds exist:
+
+* `ManualClock` stands still until `advance()` moves it (tests, the pytest plugin).
+* `RealClock` follows wall time, optionally `time_scale` times faster (CI, by hand).
+
+Both only ever move forward. Times are float seconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+
+class ClockError(ValueError):
+    """A request to move the clock that would break its rules (e.g. going backwards)."""
+
+
+class Clock:
+    """Interface shared by both clock kinds."""
+
+    mode: str = ""
+    time_scale: float = 1.0
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def advance(self, seconds: float) -> float:
+        """Jump `seconds` forward and answer the new time."""
+        raise NotImplementedError
+
+    def move_to(self, when: float) -> None:
+        """Jump forward to `when`; used by the scheduler while it replays due jobs."""
+        raise NotImplementedError
+
+    def wall_delay(self, virtual_seconds: float) -> float:
+        """Wall-clock seconds until `virtual_seconds` of virtual time have passed."""
+        raise NotImplementedError
+
+
+class ManualClock(Clock):
+    """Time stands still until advanced."""
+
+    mode = "manual"
+
+    def __init__(self, start: float) -> None:
+        self._now = float(start)
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> float:
+        if seconds < 0:
+            raise ClockError("the clock only moves forward: seconds must be >= 0")
+        self._now += seconds
+        return self._now
+
+    def move_to(self, when: float) -> None:
+        if when < self._now:
+            raise ClockError("the clock only moves forward")
+        self._now = when
+
+    def wall_delay(self, virtual_seconds: float) -> float:
+        return float("inf")
+
+
+class RealClock(Clock):
+    """Virtual time = start + (wall time elapsed) * time_scale + manual jumps."""
+
+    mode = "real"
+
+    def __init__(self, start: float, time_scale: float = 1.0) -> None:
+        if time_scale <= 0:
+            raise ClockError("time_scale must be > 0")
+        self.time_scale = float(time_scale)
+        self._start = float(start)
+        self._mono_start = time.monotonic()
+        self._jumped = 0.0
+
+    def now(self) -> float:
+        elapsed = time.monotonic() - self._mono_start
+        return self._start + elapsed * self.time_scale + self._jumped
+
+    def advance(self, seconds: float) -> float:
+        if seconds < 0:
+            raise ClockError("the clock only moves forward: seconds must be >= 0")
+        self._jumped += seconds
+        return self.now()
+
+    def move_to(self, when: float) -> None:
+        # Real time moves by itself; jobs that fall due are simply late, never early.
+        ahead = when - self.now()
+        if ahead > 0:
+            self._jumped += ahead
+
+    def wall_delay(self, virtual_seconds: float) -> float:
+        return max(0.0, virtual_seconds / self.time_scale)
+
+
+def make_clock(mode: str, *, start: float | None = None, time_scale: float = 1.0) -> Clock:
+    """Build the clock named by `--clock`, starting at `start` (default: now, whole ms)."""
+    if start is None:
+        start = round(time.time(), 3)
+    if mode == "manual":
+        return ManualClock(start)
+    if mode == "real":
+        return RealClock(start, time_scale)
+    raise ClockError(f"unknown clock mode {mode!r}: expected 'real' or 'manual'")
+
+
+def iso(ts: float) -> str:
+    """Render a virtual time as ISO 8601 UTC with milliseconds and a trailing Z."""
+    moment = datetime.fromtimestamp(round(ts, 3), UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_iso(text: str) -> float:
+    """Parse an ISO 8601 time (a missing zone means UTC) into epoch seconds."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ClockError(f"not an ISO 8601 time: {text!r}") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()

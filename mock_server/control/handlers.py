@@ -1,0 +1,92 @@
+"""The control API under `/_mock` (DESIGN section 8): thin wrappers over `Sandbox`.
+
+Reading never mutates. Each handler is one call to a `Sandbox` method that the pytest
+plugin can call directly too.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from aiohttp import web
+
+from ..api.jsonio import json_response, read_object
+from ..api.merchant import SANDBOX
+from ..clock import ClockError, parse_iso
+from ..domain.orders import Order
+from ..errors import validation_error
+
+
+async def health(request: web.Request) -> web.Response:
+    return json_response({"status": "ok"})
+
+
+async def reset(request: web.Request) -> web.Response:
+    body = await read_object(request, required=False)
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise validation_error("seed must be an integer")
+    start_time = body.get("start_time")
+    if start_time is not None:
+        if not isinstance(start_time, str):
+            raise validation_error("start_time must be an ISO 8601 string")
+        try:
+            start_time = parse_iso(start_time)
+        except ClockError as exc:
+            raise validation_error(str(exc)) from exc
+    sandbox = request.app[SANDBOX]
+    sandbox.reset(seed=seed, start_time=start_time)
+    return json_response({"status": "reset", **sandbox.clock_info(), "seed": sandbox.seed})
+
+
+async def read_clock(request: web.Request) -> web.Response:
+    return json_response(request.app[SANDBOX].clock_info())
+
+
+async def advance_clock(request: web.Request) -> web.Response:
+    body = await read_object(request)
+    seconds = body.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, int | Decimal):
+        raise validation_error("seconds is required: a number >= 0")
+    seconds = float(seconds)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise validation_error("seconds must be a finite number >= 0: the clock only moves forward")
+    sandbox = request.app[SANDBOX]
+    await sandbox.advance(seconds)
+    return json_response({"now": sandbox.clock_info()["now"]})
+
+
+async def list_orders(request: web.Request) -> web.Response:
+    query = request.query
+    orders = request.app[SANDBOX].list_orders(
+        account_id=query.get("account_id"),
+        status=query.get("status"),
+        merchant_order_id=query.get("merchant_order_id"),
+    )
+    return json_response({"orders": [order.to_json() for order in orders]})
+
+
+async def read_order(request: web.Request) -> web.Response:
+    order = request.app[SANDBOX].find_order(request.match_info["order_id"])
+    return json_response(order_detail(order))
+
+
+def order_detail(order: Order) -> dict[str, Any]:
+    return {
+        "order": order.to_json(),
+        "account_id": order.account_id,
+        "scenario": order.scenario.name,
+        "history": order.history_json(),
+        "deliveries": [],
+    }
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/_mock/health", health)
+    app.router.add_post("/_mock/reset", reset)
+    app.router.add_get("/_mock/clock", read_clock)
+    app.router.add_post("/_mock/clock/advance", advance_clock)
+    app.router.add_get("/_mock/orders", list_orders)
+    app.router.add_get("/_mock/orders/{order_id}", read_order)

@@ -1,0 +1,98 @@
+"""The order resource (spec 2.1) and its status rules (spec 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from ..clock import iso
+from .money import major
+
+if TYPE_CHECKING:
+    from ..scenarios import Scenario
+    from ..scheduler import Job
+
+TERMINAL = frozenset({"completed", "partial", "failed"})
+STATUSES = ("pending", "processing", "need_client_code", "completed", "partial", "failed")
+Quantity = int | Decimal
+
+
+class TransitionError(RuntimeError):
+    """A status change the spec forbids: a bug in the engine, never the caller's fault."""
+
+
+@dataclass(slots=True, eq=False)
+class Order:
+    id: str
+    account_id: str
+    created_by_email: str
+    item_id: int
+    item_name: str
+    product_type: str
+    quantity: Quantity
+    unit_price: int  # cents
+    price: int  # cents charged
+    fields: dict[str, str]  # display values (choice labels)
+    merchant_order_id: str | None
+    created_at: float
+    scenario: Scenario
+    status: str = "pending"
+    delivered_quantity: Quantity = 0
+    refund_amount: int = 0  # cents
+    error: str = ""
+    error_message: str = ""
+    codes: list[str] = field(default_factory=list)
+    completed_at: float | None = None
+    source: str = "api"
+    webhook: dict[str, Any] | None = None
+    history: list[tuple[str, float]] = field(default_factory=list)
+    next_step: int = 0
+    expected_code: str | None = None
+    timer: Job | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def move_to(self, status: str, at: float) -> None:
+        """Change status, enforcing spec 3.2: never back to pending, terminal is final,
+        and need_client_code is left only for processing (by a submitted code)."""
+        if self.terminal:
+            raise TransitionError(f"order {self.id} is {self.status}: terminal is final")
+        if status == "pending":
+            raise TransitionError("an order never returns to pending")
+        if self.status == "need_client_code" and status != "processing":
+            raise TransitionError("need_client_code is left only for processing")
+        self.status = status
+        self.history.append((status, at))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "item": self.item_id,
+            "item_name": self.item_name,
+            "item_product_type": self.product_type,
+            "quantity": _number(self.quantity),
+            "delivered_quantity": _number(self.delivered_quantity),
+            "price": major(self.price),
+            "refund_amount": major(self.refund_amount),
+            "fields": dict(self.fields),
+            "status": self.status,
+            "error": self.error,
+            "error_message": self.error_message,
+            "codes": list(self.codes),
+            "merchant_order_id": self.merchant_order_id,
+            "source": self.source,
+            "created_by": {"id": self.account_id, "email": self.created_by_email},
+            "created_at": iso(self.created_at),
+            "completed_at": iso(self.completed_at) if self.completed_at is not None else None,
+            "webhook": dict(self.webhook) if self.webhook is not None else None,
+        }
+
+    def history_json(self) -> list[dict[str, str]]:
+        return [{"status": status, "at": iso(at)} for status, at in self.history]
+
+
+def _number(value: Quantity) -> int | float:
+    return float(value) if isinstance(value, Decimal) else value

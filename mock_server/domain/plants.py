@@ -1,0 +1,69 @@
+"""The plant demo operation (spec 4.6): `PUT /v3/plant` over ten seeded plants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ApiError, validation_error
+
+PLANT_STATUSES = ("available", "pending", "sold")
+_SEED = (
+    ("Monstera", "tropical"),
+    ("Fiddle-leaf fig", "tropical"),
+    ("Snake plant", "succulent"),
+    ("Pothos", "vine"),
+    ("Peace lily", "flowering"),
+    ("Aloe vera", "succulent"),
+    ("Boston fern", "fern"),
+    ("Rubber plant", "tropical"),
+    ("ZZ plant", "succulent"),
+    ("Spider plant", "foliage"),
+)
+
+
+@dataclass(slots=True)
+class Plant:
+    id: int
+    name: str
+    category: str
+    status: str = "available"
+    tags: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "status": self.status, "tags": list(self.tags)}
+
+
+class Plants:
+    def __init__(self) -> None:
+        self._plants = {
+            number: Plant(number, name, category, tags=[category])
+            for number, (name, category) in enumerate(_SEED, start=1)
+        }
+
+    def update(self, body: dict[str, Any]) -> Plant:
+        """Check the whole body first, then change the plant: a 400 changes nothing."""
+        plant_id = body.get("id")
+        if isinstance(plant_id, bool) or not isinstance(plant_id, int):
+            raise validation_error("Invalid ID supplied: 'id' must be an integer")
+        changes: dict[str, Any] = {}
+        for key in ("name", "category"):
+            if body.get(key) is not None:
+                if not isinstance(body[key], str):
+                    raise validation_error(f"{key} must be a string")
+                changes[key] = body[key]
+        if body.get("tags") is not None:
+            tags = body["tags"]
+            if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                raise validation_error("tags must be an array of strings")
+            changes["tags"] = list(tags)
+        if body.get("status") is not None:
+            if body["status"] not in PLANT_STATUSES:
+                raise validation_error(f"status must be one of {', '.join(PLANT_STATUSES)}")
+            changes["status"] = body["status"]
+        plant = self._plants.get(plant_id)
+        if plant is None:
+            raise ApiError(404, "not_found", f"Plant {plant_id} not found")
+        for key, value in changes.items():
+            setattr(plant, key, value)
+        return plant

@@ -1,0 +1,290 @@
+"""The sandbox backend: one method per API operation, plain values in, domain errors out.
+
+The HTTP layer (`mock_server.api`, `mock_server.control`) parses requests, calls one
+method here and renders the result. Everything here is synchronous except `advance`,
+so each merchant operation is atomic on the event loop: two concurrent creates with the
+same `merchant_order_id` cannot both pass the duplicate check, and a refused request
+has changed nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..clock import Clock, iso, make_clock
+from ..errors import (
+    TokenError,
+    insufficient_balance,
+    not_authenticated,
+    not_found,
+    price_mismatch,
+    validation_error,
+)
+from ..scenarios import Scenario, WebhookChaos
+from ..scheduler import Scheduler
+from .accounts import Account, AccountSpec
+from .catalog import Catalog
+from .lifecycle import Lifecycle
+from .money import charge_for, major
+from .order_request import OrderRequest, parse_order_request
+from .orders import STATUSES, Order
+from .plants import Plant
+from .state import State
+
+DEFAULT_SCENARIO = "happy_path"
+CLIENT_CODE_SCENARIO = "need_client_code"
+
+
+@dataclass(frozen=True)
+class StartupState:
+    """What the sandbox was started with; `reset` returns to it."""
+
+    catalog: Catalog
+    accounts: tuple[AccountSpec, ...]
+    scenarios: tuple[Scenario, ...]
+    seed: int
+    clock_mode: str = "manual"
+    time_scale: float = 1.0
+    start_time: float | None = None
+
+
+class Sandbox:
+    def __init__(self, startup: StartupState, *, clock: Clock | None = None) -> None:
+        self.startup = startup
+        self.seed = startup.seed
+        self.scenarios: dict[str, Scenario] = {s.name: s for s in startup.scenarios}
+        clock = clock or make_clock(
+            startup.clock_mode, start=startup.start_time, time_scale=startup.time_scale
+        )
+        self.scheduler = Scheduler(clock)
+        self.state = State.build(
+            clock=clock, seed=self.seed, catalog=startup.catalog, accounts=startup.accounts
+        )
+        self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
+
+    @property
+    def clock(self) -> Clock:
+        return self.state.clock
+
+    # -- authentication -----------------------------------------------------------------
+
+    def exchange_token(self, body: Any) -> dict[str, str]:
+        api_key = body.get("api_key") if isinstance(body, dict) else None
+        if not isinstance(api_key, str) or not api_key:
+            raise TokenError(401, "api_key is required")
+        account_id = self.state.account_by_key.get(api_key)
+        if account_id is None:
+            raise TokenError(401, "Invalid API key")
+        token = self.state.randomness.token()
+        self.state.tokens.issue(token, account_id, api_key, self.state.now(account_id))
+        return {"access_token": token, "token_type": "Bearer"}
+
+    def authenticate(self, authorization: str | None) -> Account:
+        """The account behind `Authorization: Bearer <token>`, or 401 not_authenticated."""
+        if not authorization:
+            raise not_authenticated("Missing Authorization header: send 'Bearer <token>'")
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise not_authenticated("Authorization must be 'Bearer <token>'")
+        grant = self.state.tokens.lookup(token.strip(), self.state.now())
+        # A revoked key's tokens stop working: the key must still map to the account.
+        if grant is None or self.state.account_by_key.get(grant.api_key) != grant.account_id:
+            raise not_authenticated(
+                "Invalid or expired access token: exchange the API key "
+                "again at /api/v1/auth/token/client"
+            )
+        return self.state.accounts[grant.account_id]
+
+    # -- merchant operations ------------------------------------------------------------
+
+    def balance(self, account: Account) -> dict[str, Any]:
+        return {"balance": major(account.balance), "currency": "USD"}
+
+    def me(self, account: Account) -> dict[str, Any]:
+        return account.to_me()
+
+    def create_order(
+        self, account: Account, body: Any, *, scenario_name: str | None = None
+    ) -> Order:
+        """Spec 4.3: validate, price, charge, start fulfillment; all or nothing."""
+        if not isinstance(body, dict):
+            raise validation_error("The request body must be a JSON object")
+        forced = self._named_scenario(scenario_name) if scenario_name is not None else None
+        request = parse_order_request(body, self.state.catalog)
+        ref = request.merchant_order_id
+        if ref is not None and (account.id, ref) in self.state.orders_by_merchant_ref:
+            existing = self.state.orders_by_merchant_ref[(account.id, ref)]
+            raise validation_error(
+                f"merchant_order_id {ref!r} was already used by order {existing}"
+            )
+        scenario = forced or self._select_scenario(account, request)
+        unit_price = request.item.unit_price(account.has_active_subscription)
+        if scenario.pricing is not None:
+            unit_price = scenario.pricing.apply(unit_price)
+        charge = charge_for(request.quantity, unit_price)
+        if request.price_guard is not None and request.price_guard != charge:
+            raise price_mismatch(
+                f"The order would cost {major(charge):.2f}, not "
+                f"{major(request.price_guard):.2f}: send the current price "
+                "or omit 'price'",
+                actual_price=major(charge),
+            )
+        if account.balance < charge:
+            raise insufficient_balance(
+                f"The order costs {major(charge):.2f} but the balance "
+                f"is {major(account.balance):.2f}"
+            )
+        return self._place(account, request, scenario, unit_price, charge)
+
+    def get_order(self, account: Account, order_id: str) -> Order:
+        order = self.state.orders.get(order_id)
+        if order is None or order.account_id != account.id:
+            raise not_found(f"Order {order_id} not found")
+        return order
+
+    def submit_client_code(self, account: Account, order_id: str, body: Any) -> Order:
+        order = self.get_order(account, order_id)
+        code = body.get("code") if isinstance(body, dict) else None
+        if isinstance(code, int) and not isinstance(code, bool):
+            code = str(code)
+        if not isinstance(code, str) or not code.strip():
+            raise validation_error('code is required: send {"code": "<code>"}')
+        if order.status != "need_client_code":
+            raise validation_error(
+                f"Order {order.id} is {order.status}; a client code is "
+                "accepted only in need_client_code"
+            )
+        if order.expected_code is not None and code.strip() != order.expected_code:
+            raise validation_error(
+                "The client code is not correct; the order is still waiting for the right one"
+            )
+        self.lifecycle.release(order)
+        return order
+
+    def update_plant(self, body: Any) -> Plant:
+        if not isinstance(body, dict):
+            raise validation_error("The request body must be a JSON object")
+        return self.state.plants.update(body)
+
+    # -- control operations -------------------------------------------------------------
+
+    async def advance(self, seconds: float) -> float:
+        return await self.scheduler.advance(seconds)
+
+    def reset(self, *, seed: int | None = None, start_time: float | None = None) -> None:
+        """Back to the startup state; optionally with a new seed and start time."""
+        self.lifecycle.cancel_all()
+        if seed is not None:
+            self.seed = seed
+        start = start_time if start_time is not None else self.startup.start_time
+        clock = make_clock(self.clock.mode, start=start, time_scale=self.clock.time_scale)
+        self.scheduler.reset(clock)
+        self.scenarios = {s.name: s for s in self.startup.scenarios}
+        self.state = State.build(
+            clock=clock,
+            seed=self.seed,
+            catalog=self.startup.catalog,
+            accounts=self.startup.accounts,
+        )
+        self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
+
+    def clock_info(self) -> dict[str, Any]:
+        return {
+            "now": iso(self.clock.now()),
+            "mode": self.clock.mode,
+            "time_scale": self.clock.time_scale,
+        }
+
+    def list_orders(
+        self,
+        *,
+        account_id: str | None = None,
+        status: str | None = None,
+        merchant_order_id: str | None = None,
+    ) -> list[Order]:
+        if status is not None and status not in STATUSES:
+            raise validation_error(f"status must be one of {', '.join(STATUSES)}")
+        return [
+            order
+            for order in self.state.orders.values()
+            if (account_id is None or order.account_id == account_id)
+            and (status is None or order.status == status)
+            and (merchant_order_id is None or order.merchant_order_id == merchant_order_id)
+        ]
+
+    def find_order(self, order_id: str) -> Order:
+        order = self.state.orders.get(order_id)
+        if order is None:
+            raise not_found(f"Order {order_id} not found")
+        return order
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _named_scenario(self, name: str) -> Scenario:
+        scenario = self.scenarios.get(name)
+        if scenario is None:
+            raise validation_error(
+                f"Unknown scenario {name!r} in X-Mock-Scenario; known: {', '.join(self.scenarios)}"
+            )
+        return scenario
+
+    def _select_scenario(self, account: Account, request: OrderRequest) -> Scenario:
+        item = request.item
+        for scenario in self.scenarios.values():
+            if scenario.match is not None and scenario.match.holds(
+                merchant_order_id=request.merchant_order_id,
+                item_id=item.id,
+                product_type=item.product_type,
+                quantity=request.quantity,
+            ):
+                return scenario
+        if item.client_code and CLIENT_CODE_SCENARIO in self.scenarios:
+            return self.scenarios[CLIENT_CODE_SCENARIO]
+        return self.scenarios[DEFAULT_SCENARIO]
+
+    def _place(
+        self,
+        account: Account,
+        request: OrderRequest,
+        scenario: Scenario,
+        unit_price: int,
+        charge: int,
+    ) -> Order:
+        now = self.state.now(account.id)
+        order = Order(
+            id=self.state.randomness.uuid(),
+            account_id=account.id,
+            created_by_email=account.email,
+            item_id=request.item.id,
+            item_name=request.item.name,
+            product_type=request.item.product_type,
+            quantity=request.quantity,
+            unit_price=unit_price,
+            price=charge,
+            fields=request.fields,
+            merchant_order_id=request.merchant_order_id,
+            created_at=now,
+            scenario=scenario,
+            webhook=_initial_webhook() if account.webhook_url else None,
+        )
+        order.history.append(("pending", now))
+        self.state.orders[order.id] = order
+        if order.merchant_order_id is not None:
+            self.state.orders_by_merchant_ref[(account.id, order.merchant_order_id)] = order.id
+        self.state.ledger.charge(account, charge, order.id, now)
+        self.lifecycle.start(order)
+        return order
+
+    def _settled(self, order: Order, chaos: WebhookChaos | None) -> None:
+        """Terminal status reached: the hook where the webhook sender attaches."""
+
+
+def _initial_webhook() -> dict[str, Any]:
+    return {
+        "status": "pending",
+        "attempts": 0,
+        "last_status_code": None,
+        "last_attempt_at": None,
+        "next_attempt_at": None,
+    }

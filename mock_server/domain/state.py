@@ -1,0 +1,51 @@
+"""Everything that a reset throws away and rebuilds, in one place."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..clock import Clock
+from .accounts import Account, AccountSpec
+from .catalog import Catalog
+from .ledger import Ledger
+from .plants import Plants
+from .randomness import Randomness
+from .tokens import Tokens
+
+if TYPE_CHECKING:
+    from .orders import Order
+
+
+@dataclass(eq=False)
+class State:
+    clock: Clock
+    randomness: Randomness
+    catalog: Catalog
+    accounts: dict[str, Account] = field(default_factory=dict)
+    account_by_key: dict[str, str] = field(default_factory=dict)
+    orders: dict[str, Order] = field(default_factory=dict)
+    orders_by_merchant_ref: dict[tuple[str, str], str] = field(default_factory=dict)
+    ledger: Ledger = field(default_factory=Ledger)
+    tokens: Tokens = field(default_factory=Tokens)
+    plants: Plants = field(default_factory=Plants)
+
+    @classmethod
+    def build(
+        cls, *, clock: Clock, seed: int, catalog: Catalog, accounts: tuple[AccountSpec, ...]
+    ) -> State:
+        """A fresh state: the catalog copied (its stock and prices change live)."""
+        state = cls(clock=clock, randomness=Randomness(seed), catalog=copy.deepcopy(catalog))
+        for spec in accounts:
+            state.add_account(spec.build(fallback_id=state.randomness.uuid()))
+        return state
+
+    def now(self, account_id: str | None = None) -> float:
+        """Virtual time as seen by an account (one clock today; per-account later)."""
+        return self.clock.now()
+
+    def add_account(self, account: Account) -> None:
+        self.accounts[account.id] = account
+        for key in account.api_keys:
+            self.account_by_key[key] = account.id

@@ -1,0 +1,404 @@
+"""Scenarios: fulfillment scripts as data (DESIGN section 6).
+
+A scenario is a list of timed steps that drive one order through the lifecycle engine.
+This module turns YAML into validated, immutable `Scenario` objects and refuses, with
+`file:line: reason`, every script the spec forbids. The engine that plays them is
+`domain.lifecycle`; there is no second mechanism.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .domain.orders import STATUSES, TERMINAL
+from .sourcefile import ConfigError, parse_text, read_file, where
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_ERROR_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+_SCENARIO_KEYS = {"name", "description", "match", "steps", "pricing"}
+_STEP_KEYS = {"after", "status", "deliver", "error", "error_message", "expect_code", "webhook"}
+_MATCH_KEYS = {"merchant_order_id", "item_id", "product_type", "quantity_min"}
+_WEBHOOK_KEYS = {"duplicate", "delay", "drop"}
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """How much a `partial` step delivers: `units` of quantity, or a `percent` of it."""
+
+    units: Decimal | None = None
+    percent: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookChaos:
+    duplicate: int = 0
+    delay: float = 0.0
+    drop: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    after: float
+    status: str
+    deliver: Deliver | None = None
+    error: str = ""
+    error_message: str = ""
+    expect_code: str | None = None
+    webhook: WebhookChaos | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    merchant_order_id: re.Pattern[str] | None = None
+    item_id: int | None = None
+    product_type: str | None = None
+    quantity_min: Decimal | None = None
+
+    def holds(
+        self,
+        *,
+        merchant_order_id: str | None,
+        item_id: int,
+        product_type: str,
+        quantity: int | Decimal,
+    ) -> bool:
+        if self.merchant_order_id is not None and (
+            merchant_order_id is None or not self.merchant_order_id.search(merchant_order_id)
+        ):
+            return False
+        if self.item_id is not None and self.item_id != item_id:
+            return False
+        if self.product_type is not None and self.product_type != product_type:
+            return False
+        return self.quantity_min is None or quantity >= self.quantity_min
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """The price actually charged differs from the catalog (how `price_mismatch` is made)."""
+
+    delta_percent: Decimal | None = None
+    unit_price: int | None = None
+
+    def apply(self, catalog_unit_price: int) -> int:
+        if self.unit_price is not None:
+            return self.unit_price
+        assert self.delta_percent is not None
+        adjusted = Decimal(catalog_unit_price) * (100 + self.delta_percent) / 100
+        return max(0, int(adjusted.to_integral_value()))
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    description: str
+    steps: tuple[Step, ...]
+    match: Match | None = None
+    pricing: Pricing | None = None
+    source: str = ""
+
+
+# -- loading ------------------------------------------------------------------------------
+
+
+def parse_duration(value: Any) -> float:
+    """`500ms`, `2s`, `5m`, `1h` or a number of seconds -> seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"a duration is >= 0, got {value}")
+        return float(value)
+    if isinstance(value, str) and (found := _DURATION.match(value)):
+        return float(found.group(1)) * _UNIT_SECONDS[found.group(2)]
+    raise ValueError(f"not a duration: {value!r} (use 500ms, 2s, 5m, 1h or seconds)")
+
+
+class _Problem(Exception):
+    def __init__(self, node: Any, key: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.node, self.key = node, key
+
+
+def parse_scenarios(data: Any, source: str) -> list[Scenario]:
+    """Validate a parsed scenario document: `{scenarios: [...]}`, a list, or one scenario."""
+    if isinstance(data, dict) and "scenarios" in data:
+        if set(data) != {"scenarios"}:
+            extra = sorted(set(data) - {"scenarios"})[0]
+            raise ConfigError([f"{where(source, data, extra)}: unknown key {extra!r}"])
+        records = data["scenarios"]
+    elif isinstance(data, dict):
+        records = [data]
+    else:
+        records = data
+    if not isinstance(records, list) or not records:
+        raise ConfigError(
+            [
+                f"{where(source, data)}: expected a scenario, a list of them, "
+                "or a mapping with a 'scenarios' list"
+            ]
+        )
+    problems: list[str] = []
+    scenarios: list[Scenario] = []
+    names: dict[str, str] = {}
+    for record in records:
+        try:
+            scenario = _parse_scenario(record, source)
+        except _Problem as problem:
+            problems.append(f"{where(source, problem.node, problem.key)}: {problem}")
+            continue
+        if scenario.name in names:
+            problems.append(
+                f"{where(source, record, 'name')}: scenario {scenario.name!r} is "
+                f"already defined at {names[scenario.name]}"
+            )
+            continue
+        names[scenario.name] = where(source, record, "name")
+        scenarios.append(scenario)
+    if problems:
+        raise ConfigError(problems)
+    return scenarios
+
+
+def load_scenario_file(path: str | Path) -> list[Scenario]:
+    return parse_scenarios(read_file(path), str(path))
+
+
+def load_scenario_paths(paths: list[str] | tuple[str, ...]) -> list[Scenario]:
+    """Load files and folders (every *.yaml / *.yml / *.json inside, sorted)."""
+    scenarios: list[Scenario] = []
+    problems: list[str] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+        else:
+            files = [path]
+        for file in files:
+            try:
+                scenarios.extend(load_scenario_file(file))
+            except ConfigError as exc:
+                problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    return scenarios
+
+
+def builtin_scenarios() -> list[Scenario]:
+    """The built-in set shipped inside the package (`mock_server/data/scenarios`)."""
+    folder = resources.files("mock_server") / "data" / "scenarios"
+    scenarios: list[Scenario] = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".yaml"):
+            source = f"<built-in>/{entry.name}"
+            scenarios.extend(parse_scenarios(parse_text(entry.read_text("utf-8"), source), source))
+    return scenarios
+
+
+def _unknown(node: dict[str, Any], allowed: set[str], what: str) -> None:
+    for key in node:
+        if key not in allowed:
+            raise _Problem(
+                node, key, f"unknown {what} key {key!r} (known: {', '.join(sorted(allowed))})"
+            )
+
+
+def _parse_scenario(record: Any, source: str) -> Scenario:
+    if not isinstance(record, dict):
+        raise _Problem(record, None, "a scenario is a mapping")
+    _unknown(record, _SCENARIO_KEYS, "scenario")
+    name = record.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise _Problem(record, "name", f"'name' is required: letters, digits, _ . - (got {name!r})")
+    description = record.get("description", "")
+    if not isinstance(description, str):
+        raise _Problem(record, "description", "'description' must be a string")
+    steps = _parse_steps(record)
+    match = _parse_match(record["match"]) if record.get("match") is not None else None
+    pricing = _parse_pricing(record["pricing"]) if record.get("pricing") is not None else None
+    return Scenario(name, description, steps, match, pricing, where(source, record))
+
+
+def _parse_steps(record: dict[str, Any]) -> tuple[Step, ...]:
+    raw_steps = record.get("steps")
+    if not isinstance(raw_steps, list) or not raw_steps:
+        raise _Problem(record, "steps", "'steps' must be a non-empty list")
+    steps: list[Step] = []
+    for position, raw in enumerate(raw_steps, start=1):
+        if not isinstance(raw, dict):
+            raise _Problem(raw_steps, None, f"step {position} must be a mapping")
+        step = _parse_step(raw)
+        previous = steps[-1] if steps else None
+        if previous is not None and previous.status in TERMINAL:
+            raise _Problem(
+                raw,
+                "status",
+                f"step {position} comes after the terminal status "
+                f"{previous.status!r}; terminal statuses are final",
+            )
+        if previous is not None and previous.status == "need_client_code":
+            if step.status != "processing":
+                raise _Problem(
+                    raw,
+                    "status",
+                    f"step {position} leaves need_client_code for "
+                    f"{step.status!r}; only a submitted code leaves it, and only "
+                    "for processing",
+                )
+            if step.after:
+                raise _Problem(
+                    raw,
+                    "after",
+                    "the code moves the order to processing at once: "
+                    "put the delay on the next step",
+                )
+        steps.append(step)
+    if steps[-1].status == "need_client_code":
+        raise _Problem(
+            raw_steps[-1],
+            "status",
+            "need_client_code needs a following 'processing' step (entered when the code arrives)",
+        )
+    if steps[-1].status not in TERMINAL:
+        raise _Problem(
+            raw_steps[-1],
+            "status",
+            "the last step must be a terminal status (completed, partial or failed)",
+        )
+    return tuple(steps)
+
+
+def _parse_step(raw: dict[str, Any]) -> Step:
+    _unknown(raw, _STEP_KEYS, "step")
+    status = raw.get("status")
+    if status == "pending":
+        raise _Problem(raw, "status", "a step never returns to pending (spec 3.2 rule 1)")
+    if status not in STATUSES:
+        raise _Problem(
+            raw, "status", f"unknown status {status!r} (known: {', '.join(STATUSES[1:])})"
+        )
+    try:
+        after = parse_duration(raw.get("after", 0))
+    except ValueError as exc:
+        raise _Problem(raw, "after", str(exc)) from exc
+    error = raw.get("error", "")
+    if error != "" and (not isinstance(error, str) or not _ERROR_CODE.match(error)):
+        raise _Problem(
+            raw, "error", f"an error code is UPPER_SNAKE_CASE like ORDER_TIMEOUT, got {error!r}"
+        )
+    if error and status not in ("partial", "failed"):
+        raise _Problem(raw, "error", f"'error' belongs on a partial or failed step, not {status}")
+    if status == "failed" and not error:
+        raise _Problem(
+            raw,
+            "status",
+            "a failed step needs an 'error' code (spec 2.1: always populated when failed)",
+        )
+    message = raw.get("error_message", "")
+    if not isinstance(message, str):
+        raise _Problem(raw, "error_message", "'error_message' must be a string")
+    if message and not error:
+        raise _Problem(raw, "error_message", "'error_message' needs an 'error'")
+    deliver = None
+    if "deliver" in raw:
+        if status != "partial":
+            raise _Problem(
+                raw,
+                "deliver",
+                "'deliver' belongs on a partial step (completed delivers all, failed nothing)",
+            )
+        deliver = _parse_deliver(raw, raw["deliver"])
+    expect_code = raw.get("expect_code")
+    if expect_code is not None:
+        if status != "need_client_code":
+            raise _Problem(raw, "expect_code", "'expect_code' belongs on a need_client_code step")
+        if not isinstance(expect_code, str | int) or isinstance(expect_code, bool):
+            raise _Problem(raw, "expect_code", "'expect_code' must be a string")
+        expect_code = str(expect_code)
+    webhook = None
+    if raw.get("webhook") is not None:
+        if status not in TERMINAL:
+            raise _Problem(raw, "webhook", "'webhook' chaos applies to the terminal event")
+        webhook = _parse_webhook(raw["webhook"])
+    return Step(after, status, deliver, error, message, expect_code, webhook)
+
+
+def _parse_deliver(raw: dict[str, Any], value: Any) -> Deliver:
+    if value == "all":
+        return Deliver(percent=Decimal(100))
+    if isinstance(value, str) and (found := _PERCENT.match(value)):
+        percent = Decimal(found.group(1))
+        if not 0 < percent < 100:
+            raise _Problem(raw, "deliver", "a partial delivers between 0% and 100%, exclusive")
+        return Deliver(percent=percent)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return Deliver(units=Decimal(str(value)))
+    raise _Problem(
+        raw, "deliver", f"'deliver' is a number of units > 0, 'all' or 'P%', got {value!r}"
+    )
+
+
+def _parse_webhook(raw: Any) -> WebhookChaos:
+    if not isinstance(raw, dict):
+        raise _Problem(raw, None, "'webhook' must be a mapping")
+    _unknown(raw, _WEBHOOK_KEYS, "webhook")
+    duplicate = raw.get("duplicate", 0)
+    if isinstance(duplicate, bool) or not isinstance(duplicate, int) or not 0 <= duplicate <= 10:
+        raise _Problem(raw, "duplicate", "'duplicate' is a count of extra copies, 0 to 10")
+    try:
+        delay = parse_duration(raw.get("delay", 0))
+    except ValueError as exc:
+        raise _Problem(raw, "delay", str(exc)) from exc
+    drop = raw.get("drop", False)
+    if not isinstance(drop, bool):
+        raise _Problem(raw, "drop", "'drop' must be true or false")
+    return WebhookChaos(duplicate, delay, drop)
+
+
+def _parse_match(raw: Any) -> Match:
+    if not isinstance(raw, dict) or not raw:
+        raise _Problem(raw, None, "'match' must be a non-empty mapping")
+    _unknown(raw, _MATCH_KEYS, "match")
+    pattern = None
+    if "merchant_order_id" in raw:
+        if not isinstance(raw["merchant_order_id"], str):
+            raise _Problem(raw, "merchant_order_id", "'merchant_order_id' is a regex string")
+        try:
+            pattern = re.compile(raw["merchant_order_id"])
+        except re.error as exc:
+            raise _Problem(raw, "merchant_order_id", f"invalid regex: {exc}") from exc
+    item_id = raw.get("item_id")
+    if item_id is not None and (isinstance(item_id, bool) or not isinstance(item_id, int)):
+        raise _Problem(raw, "item_id", "'item_id' must be an integer")
+    product_type = raw.get("product_type")
+    if product_type is not None and product_type not in ("key", "topup", "service"):
+        raise _Problem(raw, "product_type", "'product_type' is key, topup or service")
+    quantity_min = raw.get("quantity_min")
+    if quantity_min is not None:
+        if isinstance(quantity_min, bool) or not isinstance(quantity_min, int | float):
+            raise _Problem(raw, "quantity_min", "'quantity_min' must be a number")
+        quantity_min = Decimal(str(quantity_min))
+    return Match(pattern, item_id, product_type, quantity_min)
+
+
+def _parse_pricing(raw: Any) -> Pricing:
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise _Problem(raw, None, "'pricing' takes exactly one of delta_percent, unit_price")
+    _unknown(raw, {"delta_percent", "unit_price"}, "pricing")
+    if "unit_price" in raw:
+        value = raw["unit_price"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _Problem(raw, "unit_price", "'unit_price' is integer cents >= 0")
+        return Pricing(unit_price=value)
+    value = raw["delta_percent"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= -100:
+        raise _Problem(raw, "delta_percent", "'delta_percent' is a number above -100")
+    return Pricing(delta_percent=Decimal(str(value)))

@@ -1,0 +1,183 @@
+"""The timer heap: every piece of deferred work in the sandbox runs from here.
+
+Fulfillment steps, webhook attempts and retries are `Job`s due at a virtual time. The
+scheduler runs them in time order:
+
+* under a manual clock, `advance(seconds)` replays every job due inside the span,
+  moving the clock to each job's due time first (so timestamps read "when it
+  happened"), and awaits any I/O a job returns before answering;
+* under a real clock, `run_forever()` sleeps until the next job falls due; I/O a job
+  returns runs as a tracked task so one slow receiver never holds up the timeline.
+
+Each job names the account it belongs to (`owner`): per-account clocks are planned,
+and this keeps that a change of wiring rather than of every call site.
+
+A job that raises is logged and kept in `failures` (visible through `/_mock`); it never
+stops the scheduler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import inspect
+import itertools
+import logging
+import traceback
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .clock import Clock, iso
+
+log = logging.getLogger(__name__)
+
+Action = Callable[[], Awaitable[Any] | None]
+
+#: At most this many awaitables from jobs due together run at once.
+IO_CONCURRENCY = 100
+
+
+@dataclass(order=True, slots=True)
+class Job:
+    due: float
+    seq: int
+    owner: str = field(compare=False)
+    label: str = field(compare=False)
+    action: Action = field(compare=False, repr=False)
+    cancelled: bool = field(default=False, compare=False)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Scheduler:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._heap: list[Job] = []
+        self._seq = itertools.count()
+        self._wakeup = asyncio.Event()
+        self._advance_lock = asyncio.Lock()
+        self._io_slots = asyncio.Semaphore(IO_CONCURRENCY)
+        self._background: set[asyncio.Task[Any]] = set()
+        self.failures: deque[dict[str, str]] = deque(maxlen=100)
+
+    # -- scheduling -------------------------------------------------------------------
+
+    def call_at(self, due: float, action: Action, *, owner: str, label: str = "") -> Job:
+        job = Job(due, next(self._seq), owner, label, action)
+        heapq.heappush(self._heap, job)
+        self._wakeup.set()
+        return job
+
+    def call_later(self, delay: float, action: Action, *, owner: str, label: str = "") -> Job:
+        return self.call_at(self.clock.now() + delay, action, owner=owner, label=label)
+
+    def pending(self) -> int:
+        return sum(1 for job in self._heap if not job.cancelled)
+
+    def reset(self, clock: Clock) -> None:
+        """Forget every job and run on `clock` from now on; running I/O is cancelled."""
+        self.clock = clock
+        self._heap.clear()
+        self.failures.clear()
+        for task in self._background:
+            task.cancel()
+        self._background.clear()
+        self._wakeup.set()
+
+    # -- running ----------------------------------------------------------------------
+
+    async def advance(self, seconds: float) -> float:
+        """Move the clock `seconds` forward, running everything due on the way."""
+        async with self._advance_lock:
+            target = self.clock.now() + seconds
+            if seconds < 0:
+                self.clock.advance(seconds)  # raises ClockError
+            await self._run_until(target, await_io=True)
+            self.clock.move_to(max(target, self.clock.now()))
+            return self.clock.now()
+
+    async def run_due(self) -> None:
+        """Run what is due now (real clock), without waiting for the I/O it starts."""
+        await self._run_until(self.clock.now(), await_io=False)
+
+    async def run_forever(self) -> None:
+        """Real-clock loop: sleep until the next job is due, run it, repeat."""
+        while True:
+            self._wakeup.clear()
+            await self.run_due()
+            delay = self._wall_delay_to_next()
+            if delay is None:
+                await self._wakeup.wait()
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=min(delay, 3600))
+
+    async def drain_background(self) -> None:
+        """Wait for I/O started by `run_due` (tests and shutdown)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    def _wall_delay_to_next(self) -> float | None:
+        self._drop_cancelled_head()
+        if not self._heap:
+            return None
+        return self.clock.wall_delay(self._heap[0].due - self.clock.now())
+
+    def _drop_cancelled_head(self) -> None:
+        while self._heap and self._heap[0].cancelled:
+            heapq.heappop(self._heap)
+
+    async def _run_until(self, target: float, *, await_io: bool) -> None:
+        while True:
+            self._drop_cancelled_head()
+            if not self._heap or self._heap[0].due > target:
+                return
+            due = self._heap[0].due
+            batch: list[Job] = []
+            while self._heap and self._heap[0].due == due:
+                job = heapq.heappop(self._heap)
+                if not job.cancelled:
+                    batch.append(job)
+            self.clock.move_to(max(due, self.clock.now()))
+            awaitables = [aw for job in batch if (aw := self._start(job)) is not None]
+            if not awaitables:
+                continue
+            if await_io:
+                await asyncio.gather(*(self._bounded(aw, job) for aw, job in awaitables))
+            else:
+                for aw, job in awaitables:
+                    task = asyncio.ensure_future(self._bounded(aw, job))
+                    self._background.add(task)
+                    task.add_done_callback(self._background.discard)
+
+    def _start(self, job: Job) -> tuple[Awaitable[Any], Job] | None:
+        try:
+            result = job.action()
+        except Exception as exc:  # noqa: BLE001 - a job's failure must not stop the timeline
+            self._record_failure(job, exc)
+            return None
+        if inspect.isawaitable(result):
+            return result, job
+        return None
+
+    async def _bounded(self, awaitable: Awaitable[Any], job: Job) -> None:
+        async with self._io_slots:
+            try:
+                await awaitable
+            except Exception as exc:  # noqa: BLE001
+                self._record_failure(job, exc)
+
+    def _record_failure(self, job: Job, exc: BaseException) -> None:
+        log.error("scheduled job %s failed", job.label or job.seq, exc_info=exc)
+        self.failures.append(
+            {
+                "job": job.label,
+                "owner": job.owner,
+                "due": iso(job.due),
+                "error": "".join(traceback.format_exception_only(exc)).strip(),
+            }
+        )

@@ -1,0 +1,77 @@
+"""Shared fixtures: an in-process sandbox on a manual clock, and a logged-in client."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from mock_server.app import create_app
+from mock_server.clock import parse_iso
+from mock_server.config import Settings
+
+START = "2026-01-01T00:00:00Z"
+START_TS = parse_iso(START)
+BASE_SETTINGS = Settings(clock="manual", seed=42, start_time=START_TS)
+
+
+class Merchant:
+    """A test client logged in as one account, with helpers for the common calls."""
+
+    def __init__(self, client: Any, token: str) -> None:
+        self.client = client
+        self.token = token
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def call(
+        self, method: str, path: str, *, json: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
+        response = await self.client.request(
+            method, path, json=json, headers={**self.auth, **(headers or {})}
+        )
+        return response.status, await response.json()
+
+    async def create(self, body: dict[str, Any], **headers: str) -> tuple[int, Any]:
+        return await self.call("POST", "/api/v1/orders", json=body, headers=headers)
+
+    async def order(self, order_id: str) -> dict[str, Any]:
+        status, body = await self.call("GET", f"/api/v1/orders/{order_id}")
+        assert status == 200, body
+        return body
+
+    async def balance(self) -> float:
+        status, body = await self.call("GET", "/api/v1/account/balance")
+        assert status == 200, body
+        return body["balance"]
+
+    async def advance(self, seconds: float) -> None:
+        response = await self.client.post("/_mock/clock/advance", json={"seconds": seconds})
+        assert response.status == 200, await response.text()
+
+
+async def login(client: Any, api_key: str = "ak_test_default") -> Merchant:
+    response = await client.post("/api/v1/auth/token/client", json={"api_key": api_key})
+    assert response.status == 200, await response.text()
+    return Merchant(client, (await response.json())["access_token"])
+
+
+@pytest.fixture
+def make_client(aiohttp_client):
+    async def make(**overrides: Any):
+        return await aiohttp_client(create_app(replace(BASE_SETTINGS, **overrides)))
+
+    return make
+
+
+@pytest.fixture
+async def client(make_client):
+    return await make_client()
+
+
+@pytest.fixture
+async def merchant(client) -> Merchant:
+    return await login(client)
