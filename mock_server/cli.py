@@ -1,0 +1,233 @@
+"""`mock-server`: serve (the default), validate config files, generate a catalog.
+
+Every flag has an environment variable (DESIGN section 3); a flag beats its variable.
+Configuration problems exit 1 with one `file:line: reason` per problem on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from aiohttp import web
+
+from .clock import ClockError, parse_iso
+from .config import DEFAULT_PORT, Settings, load_startup
+from .domain.sandbox import StartupState
+from .logs import AccessLog, configure_logging
+from .sourcefile import ConfigError
+
+COMMANDS = ("serve", "validate", "catalog")
+
+
+def _env(name: str, default: Any = None) -> Any:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mock-server",
+        description="A high-fidelity sandbox of the digital-goods ordering service. "
+        "Sub-commands: serve (default), validate PATH..., catalog generate.",
+    )
+    add = parser.add_argument
+    add("--host", default=_env("MOCK_HOST", "127.0.0.1"), help="bind address [MOCK_HOST]")
+    add(
+        "--port",
+        type=int,
+        default=int(_env("MOCK_PORT", DEFAULT_PORT)),
+        help="port, 0 picks a free one [MOCK_PORT]",
+    )
+    add("--catalog", default=_env("MOCK_CATALOG"), help="catalog snapshot JSON/YAML [MOCK_CATALOG]")
+    add(
+        "--scenarios",
+        action="append",
+        default=None,
+        help=f"scenario file or folder, repeatable [MOCK_SCENARIOS, '{os.pathsep}'-separated]",
+    )
+    add("--accounts", default=_env("MOCK_ACCOUNTS"), help="accounts YAML [MOCK_ACCOUNTS]")
+    add(
+        "--webhook-url",
+        default=_env("MOCK_WEBHOOK_URL"),
+        help="webhook URL of the default account [MOCK_WEBHOOK_URL]",
+    )
+    add(
+        "--clock",
+        choices=("real", "manual"),
+        default=_env("MOCK_CLOCK", "real"),
+        help="clock mode [MOCK_CLOCK]",
+    )
+    add(
+        "--time-scale",
+        type=float,
+        default=float(_env("MOCK_TIME_SCALE", 1)),
+        help="real clock: virtual time runs X times faster [MOCK_TIME_SCALE]",
+    )
+    add(
+        "--start-time",
+        default=_env("MOCK_START_TIME"),
+        help="virtual clock start, ISO 8601 [MOCK_START_TIME]",
+    )
+    add(
+        "--seed",
+        type=int,
+        default=_env("MOCK_SEED"),
+        help="makes ids, codes and tokens reproducible [MOCK_SEED]",
+    )
+    add(
+        "--admin-token",
+        default=_env("MOCK_ADMIN_TOKEN"),
+        help="require 'Authorization: Bearer T' on /_mock [MOCK_ADMIN_TOKEN]",
+    )
+    add(
+        "--log-format",
+        choices=("text", "json"),
+        default=_env("MOCK_LOG_FORMAT", "text"),
+        help="one line per request [MOCK_LOG_FORMAT]",
+    )
+    add(
+        "--cors-origin",
+        default=_env("MOCK_CORS_ORIGIN", "*"),
+        help="origins allowed from a browser, comma-separated [MOCK_CORS_ORIGIN]",
+    )
+    add(
+        "--journal-size",
+        type=int,
+        default=int(_env("MOCK_JOURNAL_SIZE", 1000)),
+        help="merchant calls kept in the request journal [MOCK_JOURNAL_SIZE]",
+    )
+    return parser
+
+
+def parse_settings(argv: Sequence[str]) -> Settings:
+    """argv + environment -> Settings; bad values exit 2 with argparse's message."""
+    parser = _serve_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except ValueError as exc:  # a malformed number in an env var
+        parser.error(str(exc))
+    scenarios = args.scenarios
+    if scenarios is None:
+        scenarios = [p for p in _env("MOCK_SCENARIOS", "").split(os.pathsep) if p]
+    start_time = None
+    if args.start_time:
+        try:
+            start_time = parse_iso(args.start_time)
+        except ClockError as exc:
+            parser.error(f"--start-time: {exc}")
+    if args.time_scale <= 0:
+        parser.error("--time-scale must be > 0")
+    if not 0 <= args.port <= 65535:
+        parser.error("--port must be 0..65535")
+    if args.journal_size < 0:
+        parser.error("--journal-size must be >= 0")
+    return Settings(
+        host=args.host,
+        port=args.port,
+        catalog=args.catalog,
+        scenarios=tuple(scenarios),
+        accounts=args.accounts,
+        webhook_url=args.webhook_url,
+        clock=args.clock,
+        time_scale=args.time_scale,
+        start_time=start_time,
+        seed=int(args.seed) if args.seed is not None else None,
+        admin_token=args.admin_token,
+        log_format=args.log_format,
+        cors_origin=args.cors_origin,
+        journal_size=args.journal_size,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else "serve"
+    if argv and argv[0] in COMMANDS:
+        argv = argv[1:]
+    if command == "validate":
+        from .validate import main as validate_main
+
+        return validate_main(argv)
+    if command == "catalog":
+        from .catalog_gen import main as catalog_main
+
+        return catalog_main(argv)
+    settings = parse_settings(argv)
+    try:
+        try:
+            startup = load_startup(settings)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                print(problem, file=sys.stderr)
+            return 1
+        configure_logging()
+        asyncio.run(serve(settings, startup))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+async def serve(settings: Settings, startup: StartupState) -> None:
+    """Serve until SIGTERM or SIGINT, then stop cleanly."""
+    from .app import create_app
+
+    app = create_app(settings, startup=startup)
+    runner = web.AppRunner(
+        app,
+        access_log_class=AccessLog,
+        access_log_format=settings.log_format,
+        handle_signals=False,
+        shutdown_timeout=0.5,
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port)
+        await site.start()
+    except OSError as exc:
+        print(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}", file=sys.stderr)
+        await runner.cleanup()
+        raise SystemExit(1) from exc
+    host, port = runner.addresses[0][:2]
+    print(f"listening on http://{_url_host(host)}:{port}", flush=True)
+    print(banner(app, f"http://{_url_host(host)}:{port}"), flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await runner.cleanup()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def banner(app: web.Application, url: str) -> str:
+    from .api.merchant import SANDBOX
+
+    sandbox = app[SANDBOX]
+    account = next(iter(sandbox.state.accounts.values()))
+    token_call = (
+        f"curl -s -X POST {url}/api/v1/auth/token/client "
+        f"-H 'Content-Type: application/json' -d '{json.dumps({'api_key': account.api_keys[0]})}'"
+    )
+    clock = sandbox.clock
+    scale = f" x{clock.time_scale:g}" if clock.mode == "real" and clock.time_scale != 1 else ""
+    return "\n".join(
+        [
+            f"  account      {account.email} (id {account.id})",
+            f"  api key      {account.api_keys[0]}",
+            f"  webhook      {account.webhook_url or 'none'} (secret {account.webhook_secret})",
+            f"  catalog      {len(sandbox.state.catalog)} items",
+            f"  scenarios    {len(sandbox.scenarios)} ({', '.join(sandbox.scenarios)})",
+            f"  clock        {clock.mode}{scale}, seed {sandbox.seed}",
+            f"  try          {token_call}",
+        ]
+    )
