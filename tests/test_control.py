@@ -1,0 +1,113 @@
+"""The control API core: health, clock, orders, admin token protection."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import START, login
+
+
+async def test_health(client):
+    response = await client.get("/_mock/health")
+    assert response.status == 200
+    assert await response.json() == {"status": "ok"}
+
+
+async def test_clock_reads_mode_and_start_time(client):
+    body = await (await client.get("/_mock/clock")).json()
+    assert body == {"now": "2026-01-01T00:00:00.000Z", "mode": "manual", "time_scale": 1.0}
+
+
+async def test_advance_answers_the_new_time(client):
+    response = await client.post("/_mock/clock/advance", json={"seconds": 90.5})
+    assert response.status == 200
+    assert await response.json() == {"now": "2026-01-01T00:01:30.500Z"}
+
+
+@pytest.mark.parametrize("body", [{"seconds": -1}, {"seconds": "5"}, {}, {"seconds": True}, []])
+async def test_advance_refuses_bad_seconds(client, body):
+    response = await client.post("/_mock/clock/advance", json=body)
+    assert response.status == 400
+    assert (await response.json())["code"] == "validation_error"
+    clock = await (await client.get("/_mock/clock")).json()
+    assert clock["now"] == START.replace("Z", ".000Z")
+
+
+async def test_order_detail_shows_scenario_history_and_account(merchant):
+    _, created = await merchant.create({"item_id": 1001, "merchant_order_id": "ref-1"})
+    await merchant.advance(3)
+    response = await merchant.client.get(f"/_mock/orders/{created['id']}")
+    detail = await response.json()
+    assert detail["scenario"] == "happy_path"
+    assert detail["account_id"] == created["created_by"]["id"]
+    assert detail["order"]["status"] == "completed"
+    assert [h["status"] for h in detail["history"]] == ["pending", "processing", "completed"]
+    assert detail["deliveries"] == []
+
+
+async def test_unknown_order_in_control_api_is_not_found(client):
+    response = await client.get("/_mock/orders/nope")
+    assert response.status == 404
+    assert (await response.json())["code"] == "not_found"
+
+
+async def test_orders_list_filters(merchant):
+    _, first = await merchant.create({"item_id": 1001, "merchant_order_id": "a"})
+    await merchant.create({"item_id": 1001, "merchant_order_id": "b"})
+    listing = await (await merchant.client.get("/_mock/orders?merchant_order_id=a")).json()
+    assert [o["id"] for o in listing["orders"]] == [first["id"]]
+    bad = await merchant.client.get("/_mock/orders?status=weird")
+    assert bad.status == 400
+
+
+async def test_reset_returns_to_startup_state(merchant):
+    _, created = await merchant.create({"item_id": 1001})
+    await merchant.advance(10)
+    response = await merchant.client.post("/_mock/reset")
+    assert response.status == 200
+    assert (await (await merchant.client.get("/_mock/orders")).json()) == {"orders": []}
+    clock = await (await merchant.client.get("/_mock/clock")).json()
+    assert clock["now"] == "2026-01-01T00:00:00.000Z"
+    fresh = await login(merchant.client)
+    assert await fresh.balance() == 1000.0
+    status, _ = await fresh.call("GET", f"/api/v1/orders/{created['id']}")
+    assert status == 404
+
+
+async def test_reset_with_same_seed_replays_identical_ids(merchant):
+    _, first = await merchant.create({"item_id": 1001})
+    await merchant.client.post("/_mock/reset", json={"seed": 42})
+    again = await login(merchant.client)
+    _, second = await again.create({"item_id": 1001})
+    assert first == second
+
+
+async def test_reset_refuses_bad_start_time(client):
+    response = await client.post("/_mock/reset", json={"start_time": "yesterday"})
+    assert response.status == 400
+
+
+# -- admin token ---------------------------------------------------------------------------
+
+
+async def test_admin_token_protects_control_api(make_client):
+    client = await make_client(admin_token="s3cret")
+    assert (await client.get("/_mock/health")).status == 401
+    wrong = await client.get("/_mock/health", headers={"Authorization": "Bearer nope"})
+    assert wrong.status == 401
+    assert (await wrong.json())["code"] == "not_authenticated"
+    right = await client.get("/_mock/health", headers={"Authorization": "Bearer s3cret"})
+    assert right.status == 200
+
+
+async def test_merchant_token_never_opens_control_api(make_client):
+    client = await make_client(admin_token="s3cret")
+    merchant = await login(client)
+    response = await client.get("/_mock/orders", headers=merchant.auth)
+    assert response.status == 401
+
+
+async def test_admin_token_does_not_guard_merchant_api(make_client):
+    client = await make_client(admin_token="s3cret")
+    merchant = await login(client)
+    assert await merchant.balance() == 1000.0
