@@ -13,7 +13,9 @@ from .api.merchant import SANDBOX
 from .api.middleware import make_middlewares
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
+from .control import accounts as control_accounts
 from .control import handlers as control
+from .control import scripting as control_scripting
 from .domain.sandbox import Sandbox, StartupState
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -41,6 +43,8 @@ def create_app(
     app[SANDBOX] = Sandbox(startup, clock=clock)
     merchant.add_routes(app)
     control.add_routes(app)
+    control_accounts.add_routes(app)
+    control_scripting.add_routes(app)
     app.cleanup_ctx.append(_run_scheduler)
     return app
 

@@ -72,6 +72,7 @@ def load_startup(settings: Settings) -> StartupState:
         clock_mode=settings.clock,
         time_scale=settings.time_scale,
         start_time=settings.start_time,
+        journal_size=settings.journal_size,
     )
 
 

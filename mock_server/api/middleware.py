@@ -9,6 +9,7 @@ answered 500 in the envelope, never as a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 from collections.abc import Awaitable, Callable
@@ -17,6 +18,7 @@ from aiohttp import web
 
 from ..errors import ApiError, TokenError, not_authenticated, payload_too_large
 from .jsonio import json_response
+from .merchant import SANDBOX
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -44,8 +46,10 @@ def make_middlewares(*, cors_origin: str, admin_token: str | None, max_body: int
             response.headers["Access-Control-Allow-Methods"] = ALLOWED_METHODS
             response.headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
             response.headers["Access-Control-Max-Age"] = "600"
-        else:
+        elif request.path.startswith(CONTROL_PREFIX):
             response = await _answer(request, handler, admin_token, max_body)
+        else:
+            response = await _merchant_call(request, handler, max_body)
         _cors(request, response, origins)
         return response
 
@@ -82,6 +86,35 @@ async def _answer(
         return json_response(
             {"detail": "Internal error in the sandbox (logged)", "code": "internal_error"}, 500
         )
+
+
+async def _merchant_call(request: web.Request, handler: Handler,
+                         max_body: int) -> web.StreamResponse:  # fmt: skip
+    """A merchant API call: injected faults first, then the journal entry."""
+    sandbox = request.app[SANDBOX]
+    fault = sandbox.faults.take(request.method, request.path) if sandbox.faults else None
+    if fault is not None and fault.latency_ms:
+        await asyncio.sleep(fault.latency_ms / 1000)
+    if fault is None or fault.after_commit:
+        response = await _answer(request, handler, None, max_body)
+    if fault is not None:
+        response = json_response(
+            {"detail": f"Injected fault {fault.id} on {request.method} {request.path}",
+             "code": _HTTP_CODES.get(fault.status, "internal_error")},
+            fault.status,
+        )  # fmt: skip
+    sandbox.journal.record(request.method, request.path, response.status,
+                           await _body_for_journal(request), sandbox.clock.now())  # fmt: skip
+    return response
+
+
+async def _body_for_journal(request: web.Request) -> bytes:
+    if not request.body_exists:
+        return b""
+    try:
+        return await request.read()
+    except Exception:  # noqa: BLE001 - over the size limit, or the client left: not kept
+        return b""
 
 
 def _detail(request: web.Request, exc: web.HTTPException) -> str:

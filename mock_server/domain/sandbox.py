@@ -21,10 +21,13 @@ from ..errors import (
     price_mismatch,
     validation_error,
 )
-from ..scenarios import Scenario, WebhookChaos
+from ..scenarios import Scenario, WebhookChaos, parse_scenarios
 from ..scheduler import Scheduler
+from ..sourcefile import ConfigError
 from .accounts import Account, AccountSpec
 from .catalog import Catalog
+from .faults import Faults
+from .journal import Journal
 from .lifecycle import Lifecycle
 from .money import charge_for, major
 from .order_request import OrderRequest, parse_order_request
@@ -47,6 +50,21 @@ class StartupState:
     clock_mode: str = "manual"
     time_scale: float = 1.0
     start_time: float | None = None
+    journal_size: int = 1000
+
+
+@dataclass(slots=True)
+class QueuedScenario:
+    """`POST /_mock/scenarios/next`: the next `remaining` orders (of one account, or of
+    any) get `scenario`."""
+
+    scenario: Scenario
+    account_id: str | None
+    remaining: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.scenario.name, "account_id": self.account_id,
+                "remaining": self.remaining}  # fmt: skip
 
 
 class Sandbox:
@@ -62,6 +80,9 @@ class Sandbox:
             clock=clock, seed=self.seed, catalog=startup.catalog, accounts=startup.accounts
         )
         self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
+        self.queue: list[QueuedScenario] = []
+        self.faults = Faults()
+        self.journal = Journal(startup.journal_size)
 
     @property
     def clock(self) -> Clock:
@@ -118,7 +139,9 @@ class Sandbox:
             raise validation_error(
                 f"merchant_order_id {ref!r} was already used by order {existing}"
             )
-        scenario = forced or self._select_scenario(account, request)
+        queued = None if forced else self._queued_for(account)
+        scenario = forced or (queued.scenario if queued else None)
+        scenario = scenario or self._select_scenario(request)
         unit_price = request.item.unit_price(account.has_active_subscription)
         if scenario.pricing is not None:
             unit_price = scenario.pricing.apply(unit_price)
@@ -135,7 +158,12 @@ class Sandbox:
                 f"The order costs {major(charge):.2f} but the balance "
                 f"is {major(account.balance):.2f}"
             )
-        return self._place(account, request, scenario, unit_price, charge)
+        order = self._place(account, request, scenario, unit_price, charge)
+        if queued is not None:
+            queued.remaining -= 1
+            if queued.remaining == 0:
+                self.queue.remove(queued)
+        return order
 
     def get_order(self, account: Account, order_id: str) -> Order:
         order = self.state.orders.get(order_id)
@@ -188,6 +216,33 @@ class Sandbox:
             accounts=self.startup.accounts,
         )
         self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
+        self.queue.clear()
+        self.faults.clear()
+        self.journal.clear()
+
+    def queue_scenario(
+        self, name: Any, *, account_id: Any = None, count: Any = 1
+    ) -> QueuedScenario:
+        """The next `count` orders (of `account_id`, or of any account) get `name`."""
+        if not isinstance(name, str) or name not in self.scenarios:
+            raise validation_error(f"Unknown scenario {name!r}; known: {', '.join(self.scenarios)}")
+        if account_id is not None and account_id not in self.state.accounts:
+            raise not_found(f"Account {account_id} not found")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise validation_error("count must be an integer >= 1")
+        entry = QueuedScenario(self.scenarios[name], account_id, count)
+        self.queue.append(entry)
+        return entry
+
+    def load_scenarios(self, data: Any, source: str = "request body") -> list[Scenario]:
+        """Add (or replace, by name) scenarios at run time; all or nothing."""
+        try:
+            loaded = parse_scenarios(data, source)
+        except ConfigError as exc:
+            raise validation_error("; ".join(exc.problems)) from exc
+        for scenario in loaded:
+            self.scenarios[scenario.name] = scenario
+        return loaded
 
     def clock_info(self) -> dict[str, Any]:
         return {
@@ -229,7 +284,13 @@ class Sandbox:
             )
         return scenario
 
-    def _select_scenario(self, account: Account, request: OrderRequest) -> Scenario:
+    def _queued_for(self, account: Account) -> QueuedScenario | None:
+        for entry in self.queue:
+            if entry.account_id in (None, account.id):
+                return entry
+        return None
+
+    def _select_scenario(self, request: OrderRequest) -> Scenario:
         item = request.item
         for scenario in self.scenarios.values():
             if scenario.match is not None and scenario.match.holds(

@@ -1,0 +1,86 @@
+"""`/_mock/accounts`, `/_mock/api-keys`, `/_mock/catalog`: state a test sets up."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..api.jsonio import json_response, read_json, read_object
+from ..api.merchant import SANDBOX
+from ..domain import admin
+from ..errors import validation_error
+
+
+def _state(request: web.Request):
+    return request.app[SANDBOX].state
+
+
+async def list_accounts(request: web.Request) -> web.Response:
+    accounts = _state(request).accounts.values()
+    return json_response({"accounts": [admin.account_view(a) for a in accounts]})
+
+
+async def create_account(request: web.Request) -> web.Response:
+    account = admin.create_account(_state(request), await read_object(request))
+    return json_response(admin.account_view(account), status=201)
+
+
+async def replace_accounts(request: web.Request) -> web.Response:
+    accounts = admin.replace_accounts(_state(request), await read_json(request))
+    return json_response({"accounts": [admin.account_view(a) for a in accounts]})
+
+
+async def read_account(request: web.Request) -> web.Response:
+    account = admin.find_account(_state(request), request.match_info["account_id"])
+    return json_response(admin.account_view(account))
+
+
+async def patch_account(request: web.Request) -> web.Response:
+    body = await read_object(request)
+    account = admin.patch_account(_state(request), request.match_info["account_id"], body)
+    return json_response(admin.account_view(account))
+
+
+async def read_ledger(request: web.Request) -> web.Response:
+    return json_response(admin.ledger_view(_state(request), request.match_info["account_id"]))
+
+
+async def issue_api_key(request: web.Request) -> web.Response:
+    key = admin.issue_api_key(_state(request), request.match_info["account_id"])
+    return json_response({"api_key": key, "account_id": request.match_info["account_id"]}, 201)
+
+
+async def revoke_api_key(request: web.Request) -> web.Response:
+    admin.revoke_api_key(_state(request), request.match_info["key"])
+    return json_response({"revoked": request.match_info["key"]})
+
+
+async def read_catalog(request: web.Request) -> web.Response:
+    return json_response({"items": _state(request).catalog.to_feed()})
+
+
+async def replace_catalog(request: web.Request) -> web.Response:
+    catalog = admin.replace_catalog(_state(request), await read_json(request))
+    return json_response({"items": catalog.to_feed()})
+
+
+async def patch_item(request: web.Request) -> web.Response:
+    raw_id = request.match_info["item_id"]
+    if not raw_id.isdigit():
+        raise validation_error(f"item id must be an integer, got {raw_id!r}")
+    item = admin.patch_item(_state(request), int(raw_id), await read_object(request))
+    return json_response(item.to_feed())
+
+
+def add_routes(app: web.Application) -> None:
+    router = app.router
+    router.add_get("/_mock/accounts", list_accounts)
+    router.add_post("/_mock/accounts", create_account)
+    router.add_put("/_mock/accounts", replace_accounts)
+    router.add_get("/_mock/accounts/{account_id}", read_account)
+    router.add_patch("/_mock/accounts/{account_id}", patch_account)
+    router.add_get("/_mock/accounts/{account_id}/ledger", read_ledger)
+    router.add_post("/_mock/accounts/{account_id}/api-keys", issue_api_key)
+    router.add_delete("/_mock/api-keys/{key}", revoke_api_key)
+    router.add_get("/_mock/catalog", read_catalog)
+    router.add_put("/_mock/catalog", replace_catalog)
+    router.add_patch("/_mock/catalog/items/{item_id}", patch_item)

@@ -1,0 +1,99 @@
+"""`/_mock/scenarios`, `/_mock/faults`, `/_mock/requests`: what a test scripts and sees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ..api.jsonio import json_response, read_json, read_object
+from ..api.merchant import SANDBOX
+from ..errors import validation_error
+from ..scenarios import Scenario
+from ..sourcefile import ConfigError, parse_text
+
+
+def scenario_view(scenario: Scenario) -> dict[str, Any]:
+    pricing = scenario.pricing
+    return {
+        "name": scenario.name,
+        "description": scenario.description,
+        "source": scenario.source,
+        "steps": [
+            {"after": step.after, "status": step.status, "error": step.error}
+            for step in scenario.steps
+        ],
+        "match": scenario.match is not None,
+        "pricing": None
+        if pricing is None
+        else {"delta_percent": pricing.delta_percent, "unit_price": pricing.unit_price},
+    }
+
+
+async def list_scenarios(request: web.Request) -> web.Response:
+    sandbox = request.app[SANDBOX]
+    return json_response(
+        {
+            "scenarios": [scenario_view(s) for s in sandbox.scenarios.values()],
+            "queue": [entry.to_json() for entry in sandbox.queue],
+        }
+    )
+
+
+async def load_scenarios(request: web.Request) -> web.Response:
+    """Body: a scenario document as JSON, or as YAML with a YAML/text content type."""
+    if request.content_type in ("application/yaml", "application/x-yaml", "text/yaml",
+                                "text/plain"):  # fmt: skip
+        try:
+            data = parse_text(await request.text(), "request body")
+        except ConfigError as exc:
+            raise validation_error("; ".join(exc.problems)) from exc
+    else:
+        data = await read_json(request)
+    loaded = request.app[SANDBOX].load_scenarios(data)
+    return json_response({"loaded": [s.name for s in loaded]}, status=201)
+
+
+async def queue_next(request: web.Request) -> web.Response:
+    body = await read_object(request)
+    entry = request.app[SANDBOX].queue_scenario(
+        body.get("scenario"), account_id=body.get("account_id"), count=body.get("count", 1)
+    )
+    return json_response(entry.to_json(), status=201)
+
+
+async def list_faults(request: web.Request) -> web.Response:
+    faults = request.app[SANDBOX].faults.list()
+    return json_response({"faults": [fault.to_json() for fault in faults]})
+
+
+async def add_fault(request: web.Request) -> web.Response:
+    fault = request.app[SANDBOX].faults.add(await read_object(request))
+    return json_response(fault.to_json(), status=201)
+
+
+async def clear_faults(request: web.Request) -> web.Response:
+    request.app[SANDBOX].faults.clear()
+    return json_response({"faults": []})
+
+
+async def list_requests(request: web.Request) -> web.Response:
+    raw = request.query.get("limit")
+    limit = None
+    if raw is not None:
+        if not raw.isdigit():
+            raise validation_error("limit must be a non-negative integer")
+        limit = int(raw)
+    calls = request.app[SANDBOX].journal.latest(limit)
+    return json_response({"requests": [call.to_json() for call in calls]})
+
+
+def add_routes(app: web.Application) -> None:
+    router = app.router
+    router.add_get("/_mock/scenarios", list_scenarios)
+    router.add_post("/_mock/scenarios", load_scenarios)
+    router.add_post("/_mock/scenarios/next", queue_next)
+    router.add_get("/_mock/faults", list_faults)
+    router.add_post("/_mock/faults", add_fault)
+    router.add_delete("/_mock/faults", clear_faults)
+    router.add_get("/_mock/requests", list_requests)

@@ -1,0 +1,166 @@
+"""Control-plane operations on accounts, API keys and the catalog (DESIGN section 8).
+
+Plain functions over `State`: the `/_mock` handlers and the pytest plugin call the
+same ones. Every change is checked whole before anything is applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import already_exists, not_found, validation_error
+from ..sourcefile import ConfigError
+from .accounts import Account, AccountSpec, parse_accounts, to_cents
+from .catalog import Catalog, Item, parse_catalog
+from .money import major
+from .state import State
+
+_PATCHABLE_ACCOUNT = {"balance", "has_active_subscription", "webhook_url", "webhook_secret",
+                      "signature_headers"}  # fmt: skip
+_PATCHABLE_ITEM = {"price", "in_stock", "stock"}
+
+
+def account_view(account: Account) -> dict[str, Any]:
+    return {
+        "id": account.id,
+        "email": account.email,
+        "api_keys": list(account.api_keys),
+        "balance": major(account.balance),
+        "has_active_subscription": account.has_active_subscription,
+        "webhook_url": account.webhook_url,
+        "webhook_secret": account.webhook_secret,
+        "signature_headers": list(account.signature_headers),
+    }
+
+
+def find_account(state: State, account_id: str) -> Account:
+    account = state.accounts.get(account_id)
+    if account is None:
+        raise not_found(f"Account {account_id} not found")
+    return account
+
+
+def _spec_from_body(state: State, body: dict[str, Any]) -> AccountSpec:
+    """Check an account body with the accounts-file rules; generated key/secret if absent."""
+    record = dict(body)
+    if "api_key" not in record and "api_keys" not in record:
+        record["api_key"] = f"ak_{state.randomness.token()[:24]}"
+    if "webhook_secret" not in record:
+        record["webhook_secret"] = f"whsec_{state.randomness.token()[:32]}"
+    try:
+        (spec,) = parse_accounts({"accounts": [record]}, "request body")
+    except ConfigError as exc:
+        raise validation_error("; ".join(exc.problems)) from exc
+    return spec
+
+
+def create_account(state: State, body: dict[str, Any]) -> Account:
+    spec = _spec_from_body(state, body)
+    if any(a.email == spec.email for a in state.accounts.values()):
+        raise already_exists(f"An account with email {spec.email} exists")
+    for key in spec.api_keys:
+        if key in state.account_by_key:
+            raise already_exists(f"API key {key} exists")
+    if spec.id is not None and spec.id in state.accounts:
+        raise already_exists(f"Account {spec.id} exists")
+    account = spec.build(fallback_id=state.randomness.uuid())
+    state.add_account(account)
+    return account
+
+
+def patch_account(state: State, account_id: str, body: dict[str, Any]) -> Account:
+    account = find_account(state, account_id)
+    unknown = sorted(set(body) - _PATCHABLE_ACCOUNT)
+    if unknown:
+        raise validation_error(f"{unknown[0]} cannot be changed; changeable: "
+                               f"{', '.join(sorted(_PATCHABLE_ACCOUNT))}")  # fmt: skip
+    # Check every value with the accounts-file rules before changing anything.
+    probe = {"email": account.email, "api_key": account.api_keys[0] if account.api_keys
+             else "ak_probe", "webhook_secret": account.webhook_secret}  # fmt: skip
+    probe.update({k: v for k, v in body.items() if k != "balance"})
+    if "balance" in body:
+        try:
+            balance = to_cents(body["balance"])
+        except ValueError as exc:
+            raise validation_error(f"balance {exc}") from exc
+        if balance < 0:
+            raise validation_error("balance must be >= 0")
+    spec = _spec_from_body(state, probe)
+    if "balance" in body:
+        state.ledger.adjust(account, balance, state.now(account.id))
+    if "has_active_subscription" in body:
+        account.has_active_subscription = spec.has_active_subscription
+    if "webhook_url" in body:
+        account.webhook_url = spec.webhook_url
+    if "webhook_secret" in body:
+        account.webhook_secret = spec.webhook_secret
+    if "signature_headers" in body:
+        account.signature_headers = spec.signature_headers
+    return account
+
+
+def replace_accounts(state: State, data: Any) -> list[Account]:
+    """Every account replaced by those of an accounts document (DESIGN 5.2, as JSON)."""
+    try:
+        specs = parse_accounts(data, "request body")
+    except ConfigError as exc:
+        raise validation_error("; ".join(exc.problems)) from exc
+    state.accounts.clear()
+    state.account_by_key.clear()
+    for spec in specs:
+        state.add_account(spec.build(fallback_id=state.randomness.uuid()))
+    return list(state.accounts.values())
+
+
+def ledger_view(state: State, account_id: str) -> dict[str, Any]:
+    account = find_account(state, account_id)
+    return {
+        "account_id": account.id,
+        "opening_balance": major(account.opening_balance),
+        "balance": major(account.balance),
+        "entries": [entry.to_json() for entry in state.ledger.entries(account.id)],
+        "conserved": state.ledger.conserved(account),
+    }
+
+
+def issue_api_key(state: State, account_id: str) -> str:
+    account = find_account(state, account_id)
+    key = f"ak_{state.randomness.token()[:24]}"
+    account.api_keys.append(key)
+    state.account_by_key[key] = account.id
+    return key
+
+
+def revoke_api_key(state: State, key: str) -> None:
+    """Forget a key: exchanging it fails, and tokens issued for it stop working."""
+    account_id = state.account_by_key.pop(key, None)
+    if account_id is None:
+        raise not_found(f"API key {key} not found")
+    state.accounts[account_id].api_keys.remove(key)
+
+
+def replace_catalog(state: State, data: Any) -> Catalog:
+    try:
+        catalog = parse_catalog(data, "request body")
+    except ConfigError as exc:
+        raise validation_error("; ".join(exc.problems)) from exc
+    state.catalog = catalog
+    return catalog
+
+
+def patch_item(state: State, item_id: int, body: dict[str, Any]) -> Item:
+    item = state.catalog.get(item_id)
+    if item is None:
+        raise not_found(f"Item {item_id} not found")
+    unknown = sorted(set(body) - _PATCHABLE_ITEM)
+    if unknown:
+        raise validation_error(f"{unknown[0]} cannot be changed; changeable: price, in_stock, "
+                               "stock")  # fmt: skip
+    record = item.to_feed() | body
+    try:
+        checked = parse_catalog([record], "request body").get(item_id)
+    except ConfigError as exc:
+        raise validation_error("; ".join(exc.problems)) from exc
+    assert checked is not None
+    item.price, item.in_stock, item.stock = checked.price, checked.in_stock, checked.stock
+    return item

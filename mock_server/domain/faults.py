@@ -1,0 +1,103 @@
+"""Injected faults for the merchant API (DESIGN section 8, `/_mock/faults`).
+
+A fault matches a method and a path (`fnmatch` pattern, so `/api/v1/orders/*` works)
+and answers `status` instead of the real response, `times` times (or until cleared).
+`latency_ms` delays the answer in wall time (it exercises the caller's own timeouts).
+`after_commit: true` lets the real operation happen first, then answers the error:
+the "5xx after the order was created and charged" case of spec section 7.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import validation_error
+
+_KEYS = {"method", "path", "status", "times", "latency_ms", "after_commit"}
+
+
+@dataclass(slots=True)
+class Fault:
+    id: int
+    method: str
+    path: str
+    status: int
+    times: int | None
+    latency_ms: int
+    after_commit: bool
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.method in ("*", method) and fnmatch.fnmatchcase(path, self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "method": self.method,
+            "path": self.path,
+            "status": self.status,
+            "times": self.times,
+            "latency_ms": self.latency_ms,
+            "after_commit": self.after_commit,
+        }
+
+
+class Faults:
+    def __init__(self) -> None:
+        self._faults: list[Fault] = []
+        self._ids = itertools.count(1)
+
+    def __bool__(self) -> bool:
+        return bool(self._faults)
+
+    def add(self, body: dict[str, Any]) -> Fault:
+        unknown = sorted(set(body) - _KEYS)
+        if unknown:
+            raise validation_error(f"unknown fault key {unknown[0]!r}; known: "
+                                   f"{', '.join(sorted(_KEYS))}")  # fmt: skip
+        method = body.get("method", "*")
+        path = body.get("path")
+        status = body.get("status", 500)
+        times = body.get("times")
+        latency = body.get("latency_ms", 0)
+        after_commit = body.get("after_commit", False)
+        if not isinstance(method, str) or not method:
+            raise validation_error("method must be an HTTP method or '*'")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise validation_error("path is required: a path or pattern such as /api/v1/orders")
+        if path.startswith("/_mock"):
+            raise validation_error("faults apply to the merchant API, not to /_mock")
+        if not _int_in(status, 400, 599):
+            raise validation_error("status must be an integer 400..599")
+        if times is not None and not _int_in(times, 1, 1_000_000):
+            raise validation_error("times must be an integer >= 1 (omit for always)")
+        if not _int_in(latency, 0, 60_000):
+            raise validation_error("latency_ms must be an integer 0..60000")
+        if not isinstance(after_commit, bool):
+            raise validation_error("after_commit must be true or false")
+        fault = Fault(next(self._ids), method.upper(), path, status, times, latency, after_commit)
+        self._faults.append(fault)
+        return fault
+
+    def take(self, method: str, path: str) -> Fault | None:
+        """The first fault matching this call, counting one use of it."""
+        for fault in self._faults:
+            if fault.matches(method, path):
+                if fault.times is not None:
+                    fault.times -= 1
+                    if fault.times == 0:
+                        self._faults.remove(fault)
+                return fault
+        return None
+
+    def list(self) -> list[Fault]:
+        return list(self._faults)
+
+    def clear(self) -> None:
+        self._faults.clear()
+
+
+def _int_in(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
