@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -93,7 +93,7 @@ class Pricing:
             return self.unit_price
         assert self.delta_percent is not None
         adjusted = Decimal(catalog_unit_price) * (100 + self.delta_percent) / 100
-        return max(0, int(adjusted.to_integral_value()))
+        return max(0, int(adjusted.to_integral_value(rounding=ROUND_HALF_UP)))
 
 
 @dataclass(frozen=True, slots=True)

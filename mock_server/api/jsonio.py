@@ -42,15 +42,14 @@ def parse_json(raw: bytes) -> Any:
 
 
 def _check_depth(data: Any) -> None:
-    stack = [(data, 1)]
+    """Refuse more than MAX_DEPTH nested objects/arrays (scalars are not a level)."""
+    stack = [(data, 1)] if isinstance(data, dict | list) else []
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise validation_error(f"Malformed JSON: nested deeper than {MAX_DEPTH} levels")
-        if isinstance(node, dict):
-            stack.extend((child, depth + 1) for child in node.values())
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
 
 async def read_json(request: web.Request, *, required: bool = True) -> Any:

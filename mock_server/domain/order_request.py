@@ -7,6 +7,7 @@ says what to change. Nothing here touches state.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -156,7 +157,7 @@ def _merchant_order_id(body: dict[str, Any]) -> str | None:
         raise validation_error(
             f"merchant_order_id must be 1 to {MAX_MERCHANT_ORDER_ID} characters, got {len(value)}"
         )
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
         raise validation_error("merchant_order_id must not contain control characters")
     return value
 
