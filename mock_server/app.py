@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 
 from .api import merchant
-from .api.merchant import SANDBOX
+from .api.merchant import SANDBOX, WEBHOOKS
 from .api.middleware import make_middlewares
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
@@ -17,6 +17,7 @@ from .control import accounts as control_accounts
 from .control import handlers as control
 from .control import scripting as control_scripting
 from .domain.sandbox import Sandbox, StartupState
+from .webhooks import WebhookSender
 
 SETTINGS = web.AppKey("settings", Settings)
 
@@ -40,7 +41,11 @@ def create_app(
         ),
     )
     app[SETTINGS] = settings
-    app[SANDBOX] = Sandbox(startup, clock=clock)
+    sandbox = Sandbox(startup, clock=clock)
+    sender = WebhookSender(sandbox)
+    sandbox.settled_hooks.append(sender.order_settled)
+    app[SANDBOX] = sandbox
+    app[WEBHOOKS] = sender
     merchant.add_routes(app)
     control.add_routes(app)
     control_accounts.add_routes(app)
@@ -61,3 +66,4 @@ async def _run_scheduler(app: web.Application) -> AsyncIterator[None]:
         with contextlib.suppress(asyncio.CancelledError):
             await task
     sandbox.scheduler.reset(sandbox.clock)
+    await app[WEBHOOKS].close()

@@ -11,9 +11,11 @@ from aiohttp import web
 from ..domain.accounts import Account
 from ..domain.sandbox import Sandbox
 from ..errors import ApiError, TokenError
+from ..webhooks import WebhookSender
 from .jsonio import json_response, read_json, read_object
 
 SANDBOX = web.AppKey("sandbox", Sandbox)
+WEBHOOKS = web.AppKey("webhooks", WebhookSender)
 PREFIXES = ("/api/v1", "/v1")
 SCENARIO_HEADER = "X-Mock-Scenario"
 

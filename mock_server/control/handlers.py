@@ -13,8 +13,9 @@ from typing import Any
 from aiohttp import web
 
 from ..api.jsonio import json_response, read_object
-from ..api.merchant import SANDBOX
+from ..api.merchant import SANDBOX, WEBHOOKS
 from ..clock import ClockError, parse_iso
+from ..domain.deliveries import Delivery
 from ..domain.orders import Order
 from ..errors import validation_error
 
@@ -69,18 +70,30 @@ async def list_orders(request: web.Request) -> web.Response:
 
 
 async def read_order(request: web.Request) -> web.Response:
-    order = request.app[SANDBOX].find_order(request.match_info["order_id"])
-    return json_response(order_detail(order))
+    sandbox = request.app[SANDBOX]
+    order = sandbox.find_order(request.match_info["order_id"])
+    return json_response(order_detail(order, sandbox.deliveries(order.id)))
 
 
-def order_detail(order: Order) -> dict[str, Any]:
+def order_detail(order: Order, deliveries: list[Delivery]) -> dict[str, Any]:
     return {
         "order": order.to_json(),
         "account_id": order.account_id,
         "scenario": order.scenario.name,
         "history": order.history_json(),
-        "deliveries": [],
+        "deliveries": [delivery.to_json() for delivery in deliveries],
     }
+
+
+async def list_webhooks(request: web.Request) -> web.Response:
+    deliveries = request.app[SANDBOX].deliveries(request.query.get("order_id"))
+    return json_response({"deliveries": [delivery.to_json() for delivery in deliveries]})
+
+
+async def redeliver_webhook(request: web.Request) -> web.Response:
+    delivery = request.app[SANDBOX].find_delivery(request.match_info["delivery_id"])
+    await request.app[WEBHOOKS].redeliver(delivery)
+    return json_response(delivery.to_json())
 
 
 def add_routes(app: web.Application) -> None:
@@ -90,3 +103,5 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/_mock/clock/advance", advance_clock)
     app.router.add_get("/_mock/orders", list_orders)
     app.router.add_get("/_mock/orders/{order_id}", read_order)
+    app.router.add_get("/_mock/webhooks", list_webhooks)
+    app.router.add_post("/_mock/webhooks/{delivery_id}/redeliver", redeliver_webhook)

@@ -9,6 +9,7 @@ has changed nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..scheduler import Scheduler
 from ..sourcefile import ConfigError
 from .accounts import Account, AccountSpec
 from .catalog import Catalog
+from .deliveries import Delivery
 from .faults import Faults
 from .journal import Journal
 from .lifecycle import Lifecycle
@@ -83,6 +85,8 @@ class Sandbox:
         self.queue: list[QueuedScenario] = []
         self.faults = Faults()
         self.journal = Journal(startup.journal_size)
+        #: Called with each order that reaches a terminal status (the webhook sender).
+        self.settled_hooks: list[Callable[[Order, WebhookChaos | None], None]] = []
 
     @property
     def clock(self) -> Clock:
@@ -338,7 +342,19 @@ class Sandbox:
         return order
 
     def _settled(self, order: Order, chaos: WebhookChaos | None) -> None:
-        """Terminal status reached: the hook where the webhook sender attaches."""
+        for hook in self.settled_hooks:
+            hook(order, chaos)
+
+    def deliveries(self, order_id: str | None = None) -> list[Delivery]:
+        if order_id is None:
+            return list(self.state.deliveries.values())
+        return list(self.state.deliveries_by_order.get(order_id, ()))
+
+    def find_delivery(self, delivery_id: str) -> Delivery:
+        delivery = self.state.deliveries.get(delivery_id)
+        if delivery is None:
+            raise not_found(f"Delivery {delivery_id} not found")
+        return delivery
 
 
 def _initial_webhook() -> dict[str, Any]:

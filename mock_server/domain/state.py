@@ -15,6 +15,7 @@ from .randomness import Randomness
 from .tokens import Tokens
 
 if TYPE_CHECKING:
+    from .deliveries import Delivery
     from .orders import Order
 
 
@@ -30,6 +31,8 @@ class State:
     ledger: Ledger = field(default_factory=Ledger)
     tokens: Tokens = field(default_factory=Tokens)
     plants: Plants = field(default_factory=Plants)
+    deliveries: dict[str, Delivery] = field(default_factory=dict)
+    deliveries_by_order: dict[str, list[Delivery]] = field(default_factory=dict)
 
     @classmethod
     def build(

@@ -1,0 +1,157 @@
+"""Signed order-result webhooks (spec section 6): signing, verifying, sending, retrying.
+
+`sign` and `verify` are pure functions, shared by the sender and by merchants' own
+tests. `WebhookSender` turns a settled order into `Delivery` records and schedules
+their attempts on the sandbox's scheduler: the first at settlement (plus any scripted
+delay), retries 60 s of virtual time apart, at most 4 attempts. Only HTTP 200 is a
+success; any other status, a connection error or no complete answer within 10 s of
+real time is a failure. One pooled client session serves every delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import time
+from functools import partial
+from typing import TYPE_CHECKING
+
+import aiohttp
+
+from .domain.deliveries import Attempt, Delivery, event_body
+from .domain.orders import Order
+from .scenarios import WebhookChaos
+
+if TYPE_CHECKING:
+    from .domain.sandbox import Sandbox
+
+#: A whole attempt (connect, send, read) must finish within this many real seconds.
+ATTEMPT_TIMEOUT = 10.0
+_PREFIX = "sha256="
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The signature header value for `body`: `sha256=<hex HMAC-SHA256>`."""
+    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    return _PREFIX + digest
+
+
+def verify(secret: str, body: bytes, header: str | None) -> bool:
+    """Whether `header` (`sha256=<hex>` or bare hex) signs the raw `body` with `secret`.
+
+    Constant-time. Use it on the exact bytes received, before parsing them.
+    """
+    if not header:
+        return False
+    candidate = header.strip()
+    if candidate.lower().startswith(_PREFIX):
+        candidate = candidate[len(_PREFIX) :]
+    expected = sign(secret, body)[len(_PREFIX) :]
+    return hmac.compare_digest(candidate.lower().encode(), expected.encode())
+
+
+class WebhookSender:
+    def __init__(self, sandbox: Sandbox) -> None:
+        self._sandbox = sandbox
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- lifecycle hook -------------------------------------------------------------------
+
+    def order_settled(self, order: Order, chaos: WebhookChaos | None) -> None:
+        """Create the order's deliveries and schedule their first attempts."""
+        state = self._sandbox.state
+        account = state.accounts.get(order.account_id)
+        if order.source != "api" or account is None or not account.webhook_url:
+            order.webhook = None
+            return
+        chaos = chaos or WebhookChaos()
+        body = event_body(order)
+        copies = [self._new_delivery(order, body, copy) for copy in range(1 + chaos.duplicate)]
+        primary = copies[0]
+        if chaos.drop:
+            for delivery in copies:
+                delivery.status = "dropped"
+        else:
+            first = state.now(order.account_id) + chaos.delay
+            for delivery in copies:
+                self._schedule(delivery, first)
+        order.webhook = primary.order_view()
+
+    async def redeliver(self, delivery: Delivery) -> Delivery:
+        """Send a delivery once more, now, whatever its status (no retries follow)."""
+        await self._attempt(delivery, retry=False)
+        return delivery
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _new_delivery(self, order: Order, body: bytes, copy: int) -> Delivery:
+        state = self._sandbox.state
+        delivery = Delivery(state.randomness.uuid(), order.id, order.account_id, body, copy=copy)
+        state.deliveries[delivery.id] = delivery
+        state.deliveries_by_order.setdefault(order.id, []).append(delivery)
+        return delivery
+
+    def _schedule(self, delivery: Delivery, at: float) -> None:
+        delivery.next_attempt_at = at
+        self._sandbox.scheduler.call_at(
+            at,
+            partial(self._attempt, delivery),
+            owner=delivery.account_id,
+            label=f"webhook {delivery.id} attempt {len(delivery.attempts) + 1}",
+        )
+
+    async def _attempt(self, delivery: Delivery, *, retry: bool = True) -> None:
+        state = self._sandbox.state
+        if state.deliveries.get(delivery.id) is not delivery:
+            return  # forgotten by a reset while it waited
+        account = state.accounts.get(delivery.account_id)
+        at = state.now(delivery.account_id)
+        url = account.webhook_url if account else None
+        status_code: int | None = None
+        error: str | None = None
+        started = time.perf_counter()
+        if account is None or not url:
+            error = "no webhook URL configured"
+        else:
+            signature = sign(account.webhook_secret, delivery.body)
+            headers = {"Content-Type": "application/json"}
+            headers |= {name: signature for name in account.signature_headers}
+            delivery.url, delivery.headers = url, headers
+            status_code, error = await self._post(url, delivery.body, headers)
+        duration = round((time.perf_counter() - started) * 1000, 2)
+        if state.deliveries.get(delivery.id) is not delivery:
+            return
+        delivery.record(Attempt(at, status_code, error, duration), retries=retry)
+        if delivery.copy == 0:
+            order = state.orders.get(delivery.order_id)
+            if order is not None:
+                order.webhook = delivery.order_view()
+        if retry and delivery.next_attempt_at is not None:
+            self._schedule(delivery, delivery.next_attempt_at)
+
+    async def _post(self, url: str, body: bytes,
+                    headers: dict[str, str]) -> tuple[int | None, str | None]:  # fmt: skip
+        try:
+            async with asyncio.timeout(ATTEMPT_TIMEOUT):
+                async with self._client().post(url, data=body, headers=headers) as response:
+                    await response.read()
+                    return response.status, None
+        except TimeoutError:
+            return None, f"no complete answer within {ATTEMPT_TIMEOUT:g} s"
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            return None, f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=100),
+                skip_auto_headers=("User-Agent",),
+                headers={"User-Agent": "ordering-sandbox-webhooks/1"},
+            )
+        return self._session
