@@ -6,13 +6,20 @@ webhook retry asks a `Clock`. Two kinds exist:
 * `ManualClock` stands still until `advance()` moves it (tests, the pytest plugin).
 * `RealClock` follows wall time, optionally `time_scale` times faster (CI, by hand).
 
-Both only ever move forward. Times are float seconds since the Unix epoch.
+Both only ever move forward. Times are float seconds since the Unix epoch, always on
+the microsecond grid (`quantize`): ten advances of 0.1 s land exactly on the job due at
+1 s, with no float drift.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+
+
+def quantize(ts: float) -> float:
+    """Snap a time to whole microseconds, the grid every clock and job time lives on."""
+    return round(ts, 6)
 
 
 class ClockError(ValueError):
@@ -47,21 +54,22 @@ class ManualClock(Clock):
     mode = "manual"
 
     def __init__(self, start: float) -> None:
-        self._now = float(start)
+        self._micros = round(start * 1_000_000)
 
     def now(self) -> float:
-        return self._now
+        return self._micros / 1_000_000
 
     def advance(self, seconds: float) -> float:
         if seconds < 0:
             raise ClockError("the clock only moves forward: seconds must be >= 0")
-        self._now += seconds
-        return self._now
+        self._micros += round(seconds * 1_000_000)
+        return self.now()
 
     def move_to(self, when: float) -> None:
-        if when < self._now:
+        micros = round(when * 1_000_000)
+        if micros < self._micros:
             raise ClockError("the clock only moves forward")
-        self._now = when
+        self._micros = micros
 
     def wall_delay(self, virtual_seconds: float) -> float:
         return float("inf")
@@ -82,7 +90,7 @@ class RealClock(Clock):
 
     def now(self) -> float:
         elapsed = time.monotonic() - self._mono_start
-        return self._start + elapsed * self.time_scale + self._jumped
+        return quantize(self._start + elapsed * self.time_scale + self._jumped)
 
     def advance(self, seconds: float) -> float:
         if seconds < 0:

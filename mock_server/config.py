@@ -7,6 +7,7 @@ environment or a path of its own accord.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import resources
 
@@ -39,7 +40,9 @@ class Settings:
     journal_size: int = 1000
 
 
+@functools.cache
 def embedded_catalog() -> Catalog:
+    """Parsed once per process; every sandbox state works on its own deep copy."""
     source = "<built-in>/catalog.json"
     text = (resources.files("mock_server") / "data" / "catalog.json").read_text("utf-8")
     return parse_catalog(parse_text(text, source, json_first=True), source)

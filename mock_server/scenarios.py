@@ -8,6 +8,7 @@ This module turns YAML into validated, immutable `Scenario` objects and refuses,
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
@@ -192,15 +193,17 @@ def load_scenario_paths(paths: list[str] | tuple[str, ...]) -> list[Scenario]:
     return scenarios
 
 
-def builtin_scenarios() -> list[Scenario]:
-    """The built-in set shipped inside the package (`mock_server/data/scenarios`)."""
+@functools.cache
+def builtin_scenarios() -> tuple[Scenario, ...]:
+    """The built-in set shipped inside the package (`mock_server/data/scenarios`).
+    Parsed once per process: scenarios are immutable."""
     folder = resources.files("mock_server") / "data" / "scenarios"
     scenarios: list[Scenario] = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
             source = f"<built-in>/{entry.name}"
             scenarios.extend(parse_scenarios(parse_text(entry.read_text("utf-8"), source), source))
-    return scenarios
+    return tuple(scenarios)
 
 
 def _unknown(node: dict[str, Any], allowed: set[str], what: str) -> None:

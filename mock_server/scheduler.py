@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clock import Clock, iso
+from .clock import Clock, iso, quantize
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class Scheduler:
     # -- scheduling -------------------------------------------------------------------
 
     def call_at(self, due: float, action: Action, *, owner: str, label: str = "") -> Job:
-        job = Job(due, next(self._seq), owner, label, action)
+        job = Job(quantize(due), next(self._seq), owner, label, action)
         heapq.heappush(self._heap, job)
         self._wakeup.set()
         return job
@@ -93,7 +93,7 @@ class Scheduler:
     async def advance(self, seconds: float) -> float:
         """Move the clock `seconds` forward, running everything due on the way."""
         async with self._advance_lock:
-            target = self.clock.now() + seconds
+            target = quantize(self.clock.now() + seconds)
             if seconds < 0:
                 self.clock.advance(seconds)  # raises ClockError
             await self._run_until(target, await_io=True)

@@ -135,8 +135,9 @@ class WebhookSender:
         if retry and delivery.next_attempt_at is not None:
             self._schedule(delivery, delivery.next_attempt_at)
 
-    async def _post(self, url: str, body: bytes,
-                    headers: dict[str, str]) -> tuple[int | None, str | None]:  # fmt: skip
+    async def _post(
+        self, url: str, body: bytes, headers: dict[str, str]
+    ) -> tuple[int | None, str | None]:
         try:
             async with asyncio.timeout(ATTEMPT_TIMEOUT):
                 async with self._client().post(url, data=body, headers=headers) as response:

@@ -88,8 +88,9 @@ async def _answer(
         )
 
 
-async def _merchant_call(request: web.Request, handler: Handler,
-                         max_body: int) -> web.StreamResponse:  # fmt: skip
+async def _merchant_call(
+    request: web.Request, handler: Handler, max_body: int
+) -> web.StreamResponse:
     """A merchant API call: injected faults first, then the journal entry."""
     sandbox = request.app[SANDBOX]
     fault = sandbox.faults.take(request.method, request.path) if sandbox.faults else None
@@ -99,12 +100,19 @@ async def _merchant_call(request: web.Request, handler: Handler,
         response = await _answer(request, handler, None, max_body)
     if fault is not None:
         response = json_response(
-            {"detail": f"Injected fault {fault.id} on {request.method} {request.path}",
-             "code": _HTTP_CODES.get(fault.status, "internal_error")},
+            {
+                "detail": f"Injected fault {fault.id} on {request.method} {request.path}",
+                "code": _HTTP_CODES.get(fault.status, "internal_error"),
+            },
             fault.status,
-        )  # fmt: skip
-    sandbox.journal.record(request.method, request.path, response.status,
-                           await _body_for_journal(request), sandbox.clock.now())  # fmt: skip
+        )
+    sandbox.journal.record(
+        request.method,
+        request.path,
+        response.status,
+        await _body_for_journal(request),
+        sandbox.clock.now(),
+    )
     return response
 
 

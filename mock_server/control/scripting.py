@@ -42,8 +42,12 @@ async def list_scenarios(request: web.Request) -> web.Response:
 
 async def load_scenarios(request: web.Request) -> web.Response:
     """Body: a scenario document as JSON, or as YAML with a YAML/text content type."""
-    if request.content_type in ("application/yaml", "application/x-yaml", "text/yaml",
-                                "text/plain"):  # fmt: skip
+    if request.content_type in (
+        "application/yaml",
+        "application/x-yaml",
+        "text/yaml",
+        "text/plain",
+    ):
         try:
             data = parse_text(await request.text(), "request body")
         except ConfigError as exc:
@@ -57,7 +61,10 @@ async def load_scenarios(request: web.Request) -> web.Response:
 async def queue_next(request: web.Request) -> web.Response:
     body = await read_object(request)
     entry = request.app[SANDBOX].queue_scenario(
-        body.get("scenario"), account_id=body.get("account_id"), count=body.get("count", 1)
+        body.get("scenario"),
+        account_id=body.get("account_id"),
+        count=body.get("count", 1),
+        replace=body.get("replace", False),
     )
     return json_response(entry.to_json(), status=201)
 

@@ -15,8 +15,13 @@ from .catalog import Catalog, Item, parse_catalog
 from .money import major
 from .state import State
 
-_PATCHABLE_ACCOUNT = {"balance", "has_active_subscription", "webhook_url", "webhook_secret",
-                      "signature_headers"}  # fmt: skip
+_PATCHABLE_ACCOUNT = {
+    "balance",
+    "has_active_subscription",
+    "webhook_url",
+    "webhook_secret",
+    "signature_headers",
+}
 _PATCHABLE_ITEM = {"price", "in_stock", "stock"}
 
 
@@ -72,11 +77,15 @@ def patch_account(state: State, account_id: str, body: dict[str, Any]) -> Accoun
     account = find_account(state, account_id)
     unknown = sorted(set(body) - _PATCHABLE_ACCOUNT)
     if unknown:
-        raise validation_error(f"{unknown[0]} cannot be changed; changeable: "
-                               f"{', '.join(sorted(_PATCHABLE_ACCOUNT))}")  # fmt: skip
+        raise validation_error(
+            f"{unknown[0]} cannot be changed; changeable: {', '.join(sorted(_PATCHABLE_ACCOUNT))}"
+        )
     # Check every value with the accounts-file rules before changing anything.
-    probe = {"email": account.email, "api_key": account.api_keys[0] if account.api_keys
-             else "ak_probe", "webhook_secret": account.webhook_secret}  # fmt: skip
+    probe = {
+        "email": account.email,
+        "api_key": account.api_keys[0] if account.api_keys else "ak_probe",
+        "webhook_secret": account.webhook_secret,
+    }
     probe.update({k: v for k, v in body.items() if k != "balance"})
     if "balance" in body:
         try:
@@ -154,8 +163,9 @@ def patch_item(state: State, item_id: int, body: dict[str, Any]) -> Item:
         raise not_found(f"Item {item_id} not found")
     unknown = sorted(set(body) - _PATCHABLE_ITEM)
     if unknown:
-        raise validation_error(f"{unknown[0]} cannot be changed; changeable: price, in_stock, "
-                               "stock")  # fmt: skip
+        raise validation_error(
+            f"{unknown[0]} cannot be changed; changeable: price, in_stock, stock"
+        )
     record = item.to_feed() | body
     try:
         checked = parse_catalog([record], "request body").get(item_id)

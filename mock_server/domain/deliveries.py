@@ -89,9 +89,21 @@ class Delivery:
 
 
 #: Order fields the event carries besides `order_id` (spec 6 lists what receivers read).
-EVENT_FIELDS = ("status", "merchant_order_id", "item", "item_name", "quantity",
-                "delivered_quantity", "price", "refund_amount", "codes", "error",
-                "error_message", "created_at", "completed_at")  # fmt: skip
+EVENT_FIELDS = (
+    "status",
+    "merchant_order_id",
+    "item",
+    "item_name",
+    "quantity",
+    "delivered_quantity",
+    "price",
+    "refund_amount",
+    "codes",
+    "error",
+    "error_message",
+    "created_at",
+    "completed_at",
+)
 
 
 def event_body(order: Order) -> bytes:

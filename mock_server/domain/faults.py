@@ -55,8 +55,9 @@ class Faults:
     def add(self, body: dict[str, Any]) -> Fault:
         unknown = sorted(set(body) - _KEYS)
         if unknown:
-            raise validation_error(f"unknown fault key {unknown[0]!r}; known: "
-                                   f"{', '.join(sorted(_KEYS))}")  # fmt: skip
+            raise validation_error(
+                f"unknown fault key {unknown[0]!r}; known: {', '.join(sorted(_KEYS))}"
+            )
         method = body.get("method", "*")
         path = body.get("path")
         status = body.get("status", 500)

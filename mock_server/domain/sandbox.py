@@ -58,15 +58,18 @@ class StartupState:
 @dataclass(slots=True)
 class QueuedScenario:
     """`POST /_mock/scenarios/next`: the next `remaining` orders (of one account, or of
-    any) get `scenario`."""
+    any) get `scenario`; `remaining` None means every order until the queue changes."""
 
     scenario: Scenario
     account_id: str | None
-    remaining: int
+    remaining: int | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"scenario": self.scenario.name, "account_id": self.account_id,
-                "remaining": self.remaining}  # fmt: skip
+        return {
+            "scenario": self.scenario.name,
+            "account_id": self.account_id,
+            "remaining": self.remaining,
+        }
 
 
 class Sandbox:
@@ -163,7 +166,7 @@ class Sandbox:
                 f"is {major(account.balance):.2f}"
             )
         order = self._place(account, request, scenario, unit_price, charge)
-        if queued is not None:
+        if queued is not None and queued.remaining is not None:
             queued.remaining -= 1
             if queued.remaining == 0:
                 self.queue.remove(queued)
@@ -207,8 +210,7 @@ class Sandbox:
     def reset(self, *, seed: int | None = None, start_time: float | None = None) -> None:
         """Back to the startup state; optionally with a new seed and start time."""
         self.lifecycle.cancel_all()
-        if seed is not None:
-            self.seed = seed
+        self.seed = seed if seed is not None else self.startup.seed
         start = start_time if start_time is not None else self.startup.start_time
         clock = make_clock(self.clock.mode, start=start, time_scale=self.clock.time_scale)
         self.scheduler.reset(clock)
@@ -225,15 +227,22 @@ class Sandbox:
         self.journal.clear()
 
     def queue_scenario(
-        self, name: Any, *, account_id: Any = None, count: Any = 1
+        self, name: Any, *, account_id: Any = None, count: Any = 1, replace: Any = False
     ) -> QueuedScenario:
-        """The next `count` orders (of `account_id`, or of any account) get `name`."""
+        """The next `count` orders (of `account_id`, or of any account) get `name`;
+        `replace` first drops what was queued for the same account (or for any)."""
         if not isinstance(name, str) or name not in self.scenarios:
             raise validation_error(f"Unknown scenario {name!r}; known: {', '.join(self.scenarios)}")
         if account_id is not None and account_id not in self.state.accounts:
             raise not_found(f"Account {account_id} not found")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise validation_error("count must be an integer >= 1")
+        if count is not None and (
+            isinstance(count, bool) or not isinstance(count, int) or count < 1
+        ):
+            raise validation_error("count must be an integer >= 1, or null for every order")
+        if not isinstance(replace, bool):
+            raise validation_error("replace must be true or false")
+        if replace:
+            self.queue = [e for e in self.queue if e.account_id != account_id]
         entry = QueuedScenario(self.scenarios[name], account_id, count)
         self.queue.append(entry)
         return entry
