@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import signal
 import sys
@@ -24,6 +25,12 @@ from .logs import AccessLog, configure_logging
 from .sourcefile import ConfigError
 
 COMMANDS = ("serve", "validate", "catalog")
+_NUMERIC_ENV = {
+    "MOCK_PORT": int,
+    "MOCK_TIME_SCALE": float,
+    "MOCK_JOURNAL_SIZE": int,
+    "MOCK_SEED": int,
+}
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -42,7 +49,7 @@ def _serve_parser() -> argparse.ArgumentParser:
     add(
         "--port",
         type=int,
-        default=int(_env("MOCK_PORT", DEFAULT_PORT)),
+        default=_env("MOCK_PORT", str(DEFAULT_PORT)),
         help="port, 0 picks a free one [MOCK_PORT]",
     )
     add("--catalog", default=_env("MOCK_CATALOG"), help="catalog snapshot JSON/YAML [MOCK_CATALOG]")
@@ -67,7 +74,7 @@ def _serve_parser() -> argparse.ArgumentParser:
     add(
         "--time-scale",
         type=float,
-        default=float(_env("MOCK_TIME_SCALE", 1)),
+        default=_env("MOCK_TIME_SCALE", "1"),
         help="real clock: virtual time runs X times faster [MOCK_TIME_SCALE]",
     )
     add(
@@ -100,7 +107,7 @@ def _serve_parser() -> argparse.ArgumentParser:
     add(
         "--journal-size",
         type=int,
-        default=int(_env("MOCK_JOURNAL_SIZE", 1000)),
+        default=_env("MOCK_JOURNAL_SIZE", "1000"),
         help="merchant calls kept in the request journal [MOCK_JOURNAL_SIZE]",
     )
     return parser
@@ -109,10 +116,14 @@ def _serve_parser() -> argparse.ArgumentParser:
 def parse_settings(argv: Sequence[str]) -> Settings:
     """argv + environment -> Settings; bad values exit 2 with argparse's message."""
     parser = _serve_parser()
-    try:
-        args = parser.parse_args(list(argv))
-    except ValueError as exc:  # a malformed number in an env var
-        parser.error(str(exc))
+    for name, kind in _NUMERIC_ENV.items():  # reported even when a flag overrides it
+        value = _env(name)
+        if value is not None:
+            try:
+                kind(value)
+            except ValueError:
+                parser.error(f"{name}: invalid {kind.__name__} value {value!r}")
+    args = parser.parse_args(list(argv))
     scenarios = args.scenarios
     if scenarios is None:
         scenarios = [p for p in _env("MOCK_SCENARIOS", "").split(os.pathsep) if p]
@@ -122,8 +133,8 @@ def parse_settings(argv: Sequence[str]) -> Settings:
             start_time = parse_iso(args.start_time)
         except ClockError as exc:
             parser.error(f"--start-time: {exc}")
-    if args.time_scale <= 0:
-        parser.error("--time-scale must be > 0")
+    if not math.isfinite(args.time_scale) or args.time_scale <= 0:
+        parser.error("--time-scale must be a finite number > 0")
     if not 0 <= args.port <= 65535:
         parser.error("--port must be 0..65535")
     if args.journal_size < 0:

@@ -14,6 +14,7 @@ import hmac
 import logging
 from collections.abc import Awaitable, Callable
 
+import aiohttp
 from aiohttp import web
 
 from ..errors import ApiError, TokenError, not_authenticated, payload_too_large
@@ -79,8 +80,10 @@ async def _answer(
         if exc.status == 405 and "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
         return response
-    except ConnectionResetError:
-        raise
+    except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+        # The client hung up mid-request: nothing changed, and its one log line is the
+        # access line with nginx's "client closed request" status; no traceback.
+        return web.Response(status=499, reason="Client Closed Request")
     except Exception:  # noqa: BLE001 - last line of defence: an envelope, not a traceback
         log.exception("unhandled error on %s %s", request.method, request.path)
         return json_response(
