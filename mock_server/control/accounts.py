@@ -21,7 +21,8 @@ async def list_accounts(request: web.Request) -> web.Response:
 
 async def create_account(request: web.Request) -> web.Response:
     account = admin.create_account(_state(request), await read_object(request))
-    return json_response(admin.account_view(account), status=201)
+    created = admin.account_view(account) | {"api_key": account.api_keys[0]}
+    return json_response(created, status=201)
 
 
 async def replace_accounts(request: web.Request) -> web.Response:

@@ -12,8 +12,10 @@ from ..errors import already_exists, not_found, validation_error
 from ..sourcefile import ConfigError
 from .accounts import Account, AccountSpec, parse_accounts, to_cents
 from .catalog import Catalog, Item, parse_catalog
+from .ledger import Ledger
 from .money import major
 from .state import State
+from .tokens import Tokens
 
 _PATCHABLE_ACCOUNT = {
     "balance",
@@ -114,11 +116,26 @@ def replace_accounts(state: State, data: Any) -> list[Account]:
         specs = parse_accounts(data, "request body")
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
+    _forget_account_activity(state)
     state.accounts.clear()
     state.account_by_key.clear()
     for spec in specs:
         state.add_account(spec.build(fallback_id=state.randomness.uuid()))
     return list(state.accounts.values())
+
+
+def _forget_account_activity(state: State) -> None:
+    """What belonged to the replaced accounts goes with them: orders (and their pending
+    steps), webhook deliveries, tokens and ledger entries. Stock and catalog stay."""
+    for order in state.orders.values():
+        if order.timer is not None:
+            order.timer.cancel()
+    state.orders.clear()
+    state.orders_by_merchant_ref.clear()
+    state.deliveries.clear()
+    state.deliveries_by_order.clear()
+    state.tokens = Tokens()
+    state.ledger = Ledger()
 
 
 def ledger_view(state: State, account_id: str) -> dict[str, Any]:

@@ -223,7 +223,7 @@ class Sandbox:
         )
         self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
         self.queue.clear()
-        self.faults.clear()
+        self.faults = Faults()  # fault ids restart too: same requests, same answers
         self.journal.clear()
 
     def queue_scenario(
