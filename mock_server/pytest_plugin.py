@@ -1,0 +1,139 @@
+"""pytest plugin (entry point `pytest11`): the `mock_server` and `webhook_receiver`
+fixtures, the `mock_server` marker and the `--mock-server-url` option (DESIGN 10).
+
+In-process (the default), each test gets a fresh sandbox on a free port, in its own
+thread and event loop, with a manual clock. With `--mock-server-url URL` the same
+fixtures drive an already running instance through `/_mock`: each test starts with a
+reset, and the marker's options are applied through the control API.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .clock import parse_iso
+from .config import Settings
+from .sourcefile import read_file
+from .testing import SandboxHandle, ServerThread, WebhookReceiver
+
+MARKER_OPTIONS = ("catalog", "scenarios", "accounts", "clock", "seed")
+DEFAULT_START = "2026-01-01T00:00:00Z"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mock-server", "ordering sandbox")
+    group.addoption(
+        "--mock-server-url", default=None, help="run mock_server tests against this running sandbox"
+    )
+    group.addoption(
+        "--mock-server-admin-token",
+        default=None,
+        help="admin token of the running sandbox (--admin-token)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "mock_server(catalog=None, scenarios=None, accounts=None, clock='manual', seed=0): "
+        "configure the sandbox of the mock_server fixture",
+    )
+
+
+def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker("mock_server")
+    options = dict(marker.kwargs) if marker else {}
+    unknown = sorted(set(options) - set(MARKER_OPTIONS))
+    if unknown:
+        raise pytest.UsageError(
+            f"unknown mock_server marker option {unknown[0]!r}; known: {', '.join(MARKER_OPTIONS)}"
+        )
+    return options
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str | Path):
+        return (str(value),)
+    return tuple(str(v) for v in value)
+
+
+@pytest.fixture
+def webhook_receiver() -> Iterator[WebhookReceiver]:
+    """A local endpoint recording webhook deliveries and verifying their signatures."""
+    receiver = WebhookReceiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture
+def mock_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SandboxHandle]:
+    """A sandbox for this test; see `mock_server.testing.SandboxHandle` for the handle."""
+    options = _marker_options(request)
+    url = request.config.getoption("--mock-server-url")
+    if url:
+        handle = _remote(request, url, options)
+        server = None
+    else:
+        server = ServerThread(_local_settings(options, tmp_path)).start()
+        handle = SandboxHandle(server.url)
+    try:
+        if "webhook_receiver" in request.fixturenames:
+            receiver: WebhookReceiver = request.getfixturevalue("webhook_receiver")
+            receiver.secret = handle.webhook_secret
+            handle.set_webhook_url(receiver.url)
+        yield handle
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _local_settings(options: dict[str, Any], tmp_path: Path) -> Settings:
+    catalog = options.get("catalog")
+    if isinstance(catalog, list):  # item dicts given inline
+        path = tmp_path / "mock-server-catalog.json"
+        path.write_text(json.dumps({"items": catalog}))
+        catalog = str(path)
+    return Settings(
+        host="127.0.0.1",
+        port=0,
+        catalog=str(catalog) if catalog else None,
+        scenarios=_paths(options.get("scenarios")),
+        accounts=str(options["accounts"]) if options.get("accounts") else None,
+        clock=options.get("clock", "manual"),
+        seed=options.get("seed", 0),
+        start_time=parse_iso(DEFAULT_START) if options.get("clock", "manual") == "manual" else None,
+    )
+
+
+def _remote(request: pytest.FixtureRequest, url: str, options: dict[str, Any]) -> SandboxHandle:
+    handle = SandboxHandle(url, admin_token=request.config.getoption("--mock-server-admin-token"))
+    wanted_clock = options.get("clock", "manual")
+    if handle.clock_mode != wanted_clock:
+        pytest.skip(
+            f"needs a {wanted_clock} clock; the sandbox at {url} runs a {handle.clock_mode} one"
+        )
+    handle.reset(
+        seed=options.get("seed", 0), start_time=DEFAULT_START if wanted_clock == "manual" else None
+    )
+    catalog = options.get("catalog")
+    if catalog is not None:
+        data = {"items": catalog} if isinstance(catalog, list) else read_file(catalog)
+        handle.control("PUT", "/_mock/catalog", data)
+    if options.get("accounts"):
+        handle.control("PUT", "/_mock/accounts", read_file(options["accounts"]))
+        handle.refresh()
+    for path in _paths(options.get("scenarios")):
+        folder = Path(path)
+        files = sorted(folder.iterdir()) if folder.is_dir() else [folder]
+        for file in files:
+            if file.suffix in (".yaml", ".yml", ".json"):
+                kind = "application/json" if file.suffix == ".json" else "application/yaml"
+                handle.control("POST", "/_mock/scenarios", file.read_bytes(), kind)
+    return handle

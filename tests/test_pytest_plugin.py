@@ -1,0 +1,242 @@
+"""The pytest plugin, tested the way its users run it: pytest inside pytest (pytester)."""
+
+from __future__ import annotations
+
+import pytest
+
+# Imported here so every in-process inner run shares one `requests` (pytester restores
+# sys.modules after each run; a second fresh import breaks requests' cookie jar checks).
+import requests  # noqa: F401
+
+from mock_server.config import Settings
+from mock_server.testing import ServerThread
+
+pytest_plugins = ["pytester"]
+
+HELPERS = """
+import requests
+
+def login(server):
+    response = requests.post(f"{server.url}/api/v1/auth/token/client",
+                             json={"api_key": server.api_key})
+    assert response.status_code == 200
+    return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+def create(server, auth, body, **headers):
+    return requests.post(f"{server.url}/api/v1/orders", json=body, headers={**auth, **headers})
+"""
+
+
+@pytest.fixture
+def suite(pytester):
+    pytester.makepyfile(helpers=HELPERS)
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    return pytester
+
+
+def test_sync_test_drives_an_order_to_completion(suite):
+    suite.makepyfile(
+        """
+        from helpers import login, create
+
+        def test_order(mock_server):
+            auth = login(mock_server)
+            order = create(mock_server, auth, {"item_id": 1001, "quantity": 2}).json()
+            assert order["status"] == "pending"
+            mock_server.advance(3)
+            (settled,) = mock_server.orders()
+            assert settled["status"] == "completed"
+            assert len(settled["codes"]) == 2
+            assert mock_server.now() == "2026-01-01T00:00:03.000Z"
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_async_test_with_an_aiohttp_client(suite):
+    suite.makepyfile(
+        """
+        import aiohttp
+
+        async def test_balance(mock_server):
+            mock_server.set_balance(12.5)
+            async with aiohttp.ClientSession() as session:
+                token = await (await session.post(
+                    f"{mock_server.url}/api/v1/auth/token/client",
+                    json={"api_key": mock_server.api_key})).json()
+                response = await session.get(
+                    f"{mock_server.url}/api/v1/account/balance",
+                    headers={"Authorization": f"Bearer {token['access_token']}"})
+                assert await response.json() == {"balance": 12.5, "currency": "USD"}
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_each_test_gets_a_fresh_sandbox(suite):
+    suite.makepyfile(
+        """
+        import pytest
+        from helpers import login, create
+
+        @pytest.mark.parametrize("run", [1, 2])
+        def test_fresh(mock_server, run):
+            assert mock_server.orders() == []
+            create(mock_server, login(mock_server), {"item_id": 1001})
+            assert len(mock_server.orders()) == 1
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_webhook_receiver_gets_verified_deliveries_and_can_fail_them(suite):
+    suite.makepyfile(
+        """
+        from helpers import login, create
+
+        def test_delivered(mock_server, webhook_receiver):
+            order = create(mock_server, login(mock_server), {"item_id": 1001}).json()
+            mock_server.advance(3)
+            delivery = mock_server.wait_for_webhook(order["id"], status="delivered")
+            assert delivery["attempts"][0]["status_code"] == 200
+            (event,) = webhook_receiver.events
+            assert event.verified
+            assert event.json["order_id"] == order["id"]
+            assert event.headers["X-Signature"] == event.headers["X-Webhook-Signature"]
+
+        def test_failing_receiver(mock_server, webhook_receiver):
+            webhook_receiver.respond_with(500)
+            order = create(mock_server, login(mock_server), {"item_id": 1001}).json()
+            mock_server.advance(3 + 180)
+            assert len(webhook_receiver.events) == 4
+            assert mock_server.wait_for_webhook(order["id"])["status"] == "failed"
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_wait_for_webhook_under_manual_clock_says_to_advance(suite):
+    suite.makepyfile(
+        """
+        import pytest
+        from helpers import login, create
+
+        def test_too_early(mock_server, webhook_receiver):
+            order = create(mock_server, login(mock_server), {"item_id": 1001}).json()
+            with pytest.raises(AssertionError, match="advance the clock"):
+                mock_server.wait_for_webhook(order["id"], timeout=5)
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_use_scenario_and_reset(suite):
+    suite.makepyfile(
+        """
+        from helpers import login, create
+
+        def test_scenario(mock_server):
+            auth = login(mock_server)
+            mock_server.use_scenario("timeout_partial")
+            first = create(mock_server, auth, {"item_id": 1001, "quantity": 3}).json()
+            second = create(mock_server, auth, {"item_id": 1001, "quantity": 3}).json()
+            mock_server.advance(31)
+            for order_id in (first["id"], second["id"]):
+                detail = mock_server.order(order_id)
+                assert detail["scenario"] == "timeout_partial"
+                assert detail["order"]["error"] == "ORDER_TIMEOUT"
+            mock_server.reset()
+            assert mock_server.orders() == []
+            again = create(mock_server, login(mock_server), {"item_id": 1001, "quantity": 3})
+            assert again.json()["id"] == first["id"], "reset re-seeds ids"
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_marker_configures_catalog_scenarios_accounts_and_seed(suite):
+    suite.makefile(
+        ".yaml",
+        accounts="accounts:\n  - email: shop@example.com\n    api_key: ak_shop\n"
+        "    balance: 30\n    webhook_secret: whsec_shop\n",
+        scenarios="name: instant\nsteps:\n  - status: completed\n",
+    )
+    suite.makepyfile(
+        """
+        import pytest
+        from helpers import login, create
+
+        ITEM = {"id": 7, "name": "Tiny key", "product_type": "key", "price": 1000,
+                "min_quantity": 1, "max_quantity": 5, "in_stock": True}
+
+        @pytest.mark.mock_server(catalog=[ITEM], scenarios="scenarios.yaml",
+                                 accounts="accounts.yaml", seed=5)
+        def test_configured(mock_server):
+            assert mock_server.api_key == "ak_shop"
+            assert mock_server.webhook_secret == "whsec_shop"
+            auth = login(mock_server)
+            order = create(mock_server, auth, {"item_id": 7, "quantity": 2},
+                           **{"X-Mock-Scenario": "instant"}).json()
+            mock_server.advance(0)
+            assert mock_server.orders()[0]["status"] == "completed"
+            refused = create(mock_server, auth, {"item_id": 7, "quantity": 2})
+            assert refused.json()["code"] == "insufficient_balance"
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_marker_with_unknown_option_is_a_usage_error(suite):
+    suite.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.mock_server(catalogue="x.json")
+        def test_typo(mock_server):
+            pass
+        """
+    )
+    result = suite.runpytest("-p", "no:cacheprovider")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*unknown mock_server marker option 'catalogue'*"])
+
+
+@pytest.fixture
+def running_sandbox():
+    server = ServerThread(Settings(clock="manual", port=0, seed=1)).start()
+    yield server
+    server.stop()
+
+
+def test_same_tests_run_against_a_running_instance(suite, running_sandbox):
+    suite.makepyfile(
+        """
+        import pytest
+        from helpers import login, create
+
+        @pytest.mark.parametrize("run", [1, 2])
+        def test_remote(mock_server, run):
+            assert mock_server.orders() == [], "each test starts with a reset"
+            assert mock_server.now() == "2026-01-01T00:00:00.000Z"
+            create(mock_server, login(mock_server), {"item_id": 1001})
+            mock_server.advance(3)
+            assert mock_server.orders()[0]["status"] == "completed"
+
+        @pytest.mark.mock_server(catalog=[{"id": 9, "name": "Only", "product_type": "key",
+                                           "price": 100, "in_stock": True}])
+        def test_remote_catalog(mock_server):
+            response = create(mock_server, login(mock_server), {"item_id": 1001})
+            assert response.json()["detail"] == "Item 1001 does not exist"
+
+        @pytest.mark.mock_server(clock="real")
+        def test_needs_real_clock(mock_server):
+            pass
+        """
+    )
+    result = suite.runpytest(
+        "-p", "no:cacheprovider", "-rs", f"--mock-server-url={running_sandbox.url}"
+    )
+    result.assert_outcomes(passed=3, skipped=1)
+    result.stdout.fnmatch_lines(["*needs a real clock*runs a manual one*"])
