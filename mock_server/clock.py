@@ -16,6 +16,15 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+#: 9999-12-31T23:59:59Z: the last instant a timestamp in a response can show.
+LATEST = 253402300799.0
+
+
+def check_reachable(ts: float) -> None:
+    """Refuse a time no timestamp can show (an advance of 1e20 seconds, say)."""
+    if not ts <= LATEST:
+        raise ClockError("that would move the clock past 9999-12-31T23:59:59Z")
+
 
 def quantize(ts: float) -> float:
     """Snap a time to whole microseconds, the grid every clock and job time lives on."""

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clock import Clock, iso, quantize
+from .clock import Clock, check_reachable, iso, quantize
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,7 @@ class Scheduler:
             target = quantize(self.clock.now() + seconds)
             if seconds < 0:
                 self.clock.advance(seconds)  # raises ClockError
+            check_reachable(target)
             await self._run_until(target, await_io=True)
             self.clock.move_to(max(target, self.clock.now()))
             return self.clock.now()

@@ -79,8 +79,10 @@ class WebhookSender:
         order.webhook = primary.order_view()
 
     async def redeliver(self, delivery: Delivery) -> Delivery:
-        """Send a delivery once more, now, whatever its status (no retries follow)."""
-        await self._attempt(delivery, retry=False)
+        """Send a delivery once more, now, whatever its status. A manual attempt does not
+        count toward the retry limit and starts no retries of its own; a retry already
+        planned still happens unless this one succeeds."""
+        await self._attempt(delivery, manual=True)
         return delivery
 
     async def close(self) -> None:
@@ -106,10 +108,12 @@ class WebhookSender:
             label=f"webhook {delivery.id} attempt {len(delivery.attempts) + 1}",
         )
 
-    async def _attempt(self, delivery: Delivery, *, retry: bool = True) -> None:
+    async def _attempt(self, delivery: Delivery, *, manual: bool = False) -> None:
         state = self._sandbox.state
         if state.deliveries.get(delivery.id) is not delivery:
             return  # forgotten by a reset while it waited
+        if not manual and delivery.finished:
+            return  # a manual redelivery succeeded before this planned retry
         account = state.accounts.get(delivery.account_id)
         at = state.now(delivery.account_id)
         url = account.webhook_url if account else None
@@ -127,12 +131,12 @@ class WebhookSender:
         duration = round((time.perf_counter() - started) * 1000, 2)
         if state.deliveries.get(delivery.id) is not delivery:
             return
-        delivery.record(Attempt(at, status_code, error, duration), retries=retry)
+        delivery.record(Attempt(at, status_code, error, duration, manual))
         if delivery.copy == 0:
             order = state.orders.get(delivery.order_id)
             if order is not None:
                 order.webhook = delivery.order_view()
-        if retry and delivery.next_attempt_at is not None:
+        if not manual and delivery.next_attempt_at is not None:
             self._schedule(delivery, delivery.next_attempt_at)
 
     async def _post(

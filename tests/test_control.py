@@ -24,7 +24,9 @@ async def test_advance_answers_the_new_time(client):
     assert await response.json() == {"now": "2026-01-01T00:01:30.500Z"}
 
 
-@pytest.mark.parametrize("body", [{"seconds": -1}, {"seconds": "5"}, {}, {"seconds": True}, []])
+@pytest.mark.parametrize(
+    "body", [{"seconds": -1}, {"seconds": "5"}, {}, {"seconds": True}, [], {"seconds": 1e20}]
+)
 async def test_advance_refuses_bad_seconds(client, body):
     response = await client.post("/_mock/clock/advance", json=body)
     assert response.status == 400
@@ -92,12 +94,19 @@ async def test_reset_refuses_bad_start_time(client):
 
 async def test_admin_token_protects_control_api(make_client):
     client = await make_client(admin_token="s3cret")
-    assert (await client.get("/_mock/health")).status == 401
-    wrong = await client.get("/_mock/health", headers={"Authorization": "Bearer nope"})
+    assert (await client.get("/_mock/clock")).status == 401
+    wrong = await client.get("/_mock/clock", headers={"Authorization": "Bearer nope"})
     assert wrong.status == 401
     assert (await wrong.json())["code"] == "not_authenticated"
-    right = await client.get("/_mock/health", headers={"Authorization": "Bearer s3cret"})
+    right = await client.get("/_mock/clock", headers={"Authorization": "Bearer s3cret"})
     assert right.status == 200
+
+
+async def test_health_stays_open_for_container_healthchecks(make_client):
+    client = await make_client(admin_token="s3cret")
+    response = await client.get("/_mock/health")
+    assert response.status == 200
+    assert await response.json() == {"status": "ok"}
 
 
 async def test_merchant_token_never_opens_control_api(make_client):

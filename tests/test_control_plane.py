@@ -1240,3 +1240,30 @@ async def test_admin_token_guards_every_control_route(make_client, method, path,
     # With the token the same call gets past the guard.
     status, answer = await ctl(client, method, url, body, headers=ADMIN)
     assert status != 401, answer
+
+
+async def test_refused_account_creation_draws_no_random_numbers(make_client):
+    plain, refused = await make_client(), await make_client()
+    await refused.post("/_mock/accounts", json={"email": "merchant@example.com"})
+    first = await (await plain.post("/_mock/accounts", json={"email": "n@example.com"})).json()
+    second = await (await refused.post("/_mock/accounts", json={"email": "n@example.com"})).json()
+    assert first == second
+
+
+async def test_put_catalog_accepts_yaml(client):
+    yaml_feed = "- id: 5\n  name: Five\n  product_type: key\n  price: 500\n"
+    response = await client.put(
+        "/_mock/catalog", data=yaml_feed, headers={"Content-Type": "application/yaml"}
+    )
+    assert response.status == 200
+    assert [item["id"] for item in (await response.json())["items"]] == [5]
+
+
+async def test_put_accounts_drops_queue_entries_of_replaced_accounts(client):
+    account_id = (await (await client.get("/_mock/accounts")).json())["accounts"][0]["id"]
+    await client.post(
+        "/_mock/scenarios/next", json={"scenario": "timeout_partial", "account_id": account_id}
+    )
+    document = {"accounts": [{"email": "x@example.com", "api_key": "ak_x", "balance": 1}]}
+    assert (await client.put("/_mock/accounts", json=document)).status == 200
+    assert (await (await client.get("/_mock/scenarios")).json())["queue"] == []

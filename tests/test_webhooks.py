@@ -305,3 +305,31 @@ async def test_order_detail_lists_deliveries(hooked, receiver):
     assert delivery["status"] == "delivered"
     assert delivery["url"] == receiver.url
     assert json.loads(delivery["body"])["order_id"] == order["id"]
+
+
+async def test_failed_redelivery_keeps_the_planned_retry_and_does_not_count(hooked, receiver):
+    receiver.statuses = [500, 500]
+    order = await _settle(hooked)
+    await hooked.advance(3)
+    (delivery,) = await _deliveries(hooked, order["id"])
+    response = await hooked.client.post(f"/_mock/webhooks/{delivery['id']}/redeliver")
+    manual = await response.json()
+    assert manual["status"] == "retrying"
+    assert manual["next_attempt_at"] == "2026-01-01T00:01:03.000Z"
+    assert [a["manual"] for a in manual["attempts"]] == [False, True]
+    await hooked.advance(60)
+    webhook = (await hooked.order(order["id"]))["webhook"]
+    assert webhook["status"] == "delivered"
+    assert webhook["attempts"] == 3
+
+
+async def test_successful_redelivery_cancels_the_planned_retry(hooked, receiver):
+    receiver.statuses = [500]
+    order = await _settle(hooked)
+    await hooked.advance(3)
+    (delivery,) = await _deliveries(hooked, order["id"])
+    await hooked.client.post(f"/_mock/webhooks/{delivery['id']}/redeliver")
+    await hooked.advance(600)
+    assert len(receiver.events) == 2
+    (after,) = await _deliveries(hooked, order["id"])
+    assert after["status"] == "delivered"

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from ..errors import validation_error
+from ..sourcefile import ConfigError, parse_text
 
 MAX_DEPTH = 64
 _JSON_TYPES = ("application/json",)
@@ -70,6 +71,22 @@ async def read_object(request: web.Request, *, required: bool = True) -> dict[st
     if not isinstance(body, dict):
         raise validation_error("The request body must be a JSON object")
     return body
+
+
+YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")
+
+
+async def read_document(request: web.Request) -> Any:
+    """A configuration document (catalog, accounts, scenarios) as JSON, or as YAML when
+    sent with a YAML or text content type; YAML mistakes name their line."""
+    if request.content_type not in YAML_TYPES:
+        return await read_json(request)
+    try:
+        return parse_text(await request.text(), "request body")
+    except ConfigError as exc:
+        raise validation_error("; ".join(exc.problems)) from exc
+    except UnicodeDecodeError as exc:
+        raise validation_error("The request body is not valid UTF-8") from exc
 
 
 def _is_json_type(content_type: str) -> bool:

@@ -30,11 +30,16 @@ ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 _HTTP_CODES = {
     400: "validation_error",
     401: "not_authenticated",
+    403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
     409: "already_exists",
     413: "payload_too_large",
+    422: "validation_error",
+    429: "rate_limited",
 }
+#: Open even with --admin-token, so a container HEALTHCHECK needs no secret.
+HEALTH_PATH = "/_mock/health"
 
 
 def make_middlewares(*, cors_origin: str, admin_token: str | None, max_body: int) -> list:
@@ -61,7 +66,7 @@ async def _answer(
     request: web.Request, handler: Handler, admin_token: str | None, max_body: int
 ) -> web.StreamResponse:
     try:
-        if admin_token is not None and request.path.startswith(CONTROL_PREFIX):
+        if admin_token is not None and request.path != HEALTH_PATH:
             _check_admin(request, admin_token)
         return await handler(request)
     except ApiError as error:
@@ -74,7 +79,7 @@ async def _answer(
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        code = _HTTP_CODES.get(exc.status, "error")
+        code = _code_for(exc.status)
         detail = _detail(request, exc)
         response = json_response({"detail": detail, "code": code}, exc.status)
         if exc.status == 405 and "Allow" in exc.headers:
@@ -105,7 +110,7 @@ async def _merchant_call(
         response = json_response(
             {
                 "detail": f"Injected fault {fault.id} on {request.method} {request.path}",
-                "code": _HTTP_CODES.get(fault.status, "internal_error"),
+                "code": _code_for(fault.status),
             },
             fault.status,
         )
@@ -126,6 +131,10 @@ async def _body_for_journal(request: web.Request) -> bytes:
         return await request.read()
     except Exception:  # noqa: BLE001 - over the size limit, or the client left: not kept
         return b""
+
+
+def _code_for(status: int) -> str:
+    return _HTTP_CODES.get(status, "internal_error" if status >= 500 else "error")
 
 
 def _detail(request: web.Request, exc: web.HTTPException) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..api.jsonio import json_response, read_json, read_object
+from ..api.jsonio import json_response, read_document, read_object
 from ..api.merchant import SANDBOX
 from ..domain import admin
 from ..errors import validation_error
@@ -26,7 +26,7 @@ async def create_account(request: web.Request) -> web.Response:
 
 
 async def replace_accounts(request: web.Request) -> web.Response:
-    accounts = admin.replace_accounts(_state(request), await read_json(request))
+    accounts = request.app[SANDBOX].replace_accounts(await read_document(request))
     return json_response({"accounts": [admin.account_view(a) for a in accounts]})
 
 
@@ -60,7 +60,7 @@ async def read_catalog(request: web.Request) -> web.Response:
 
 
 async def replace_catalog(request: web.Request) -> web.Response:
-    catalog = admin.replace_catalog(_state(request), await read_json(request))
+    catalog = admin.replace_catalog(_state(request), await read_document(request))
     return json_response({"items": catalog.to_feed()})
 
 

@@ -55,7 +55,10 @@ async def advance_clock(request: web.Request) -> web.Response:
     if not math.isfinite(seconds) or seconds < 0:
         raise validation_error("seconds must be a finite number >= 0: the clock only moves forward")
     sandbox = request.app[SANDBOX]
-    await sandbox.advance(seconds)
+    try:
+        await sandbox.advance(seconds)
+    except ClockError as exc:
+        raise validation_error(str(exc)) from exc
     return json_response({"now": sandbox.clock_info()["now"]})
 
 

@@ -6,11 +6,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ..api.jsonio import json_response, read_json, read_object
+from ..api.jsonio import json_response, read_document, read_object
 from ..api.merchant import SANDBOX
 from ..errors import validation_error
 from ..scenarios import Scenario
-from ..sourcefile import ConfigError, parse_text
 
 
 def scenario_view(scenario: Scenario) -> dict[str, Any]:
@@ -41,20 +40,7 @@ async def list_scenarios(request: web.Request) -> web.Response:
 
 
 async def load_scenarios(request: web.Request) -> web.Response:
-    """Body: a scenario document as JSON, or as YAML with a YAML/text content type."""
-    if request.content_type in (
-        "application/yaml",
-        "application/x-yaml",
-        "text/yaml",
-        "text/plain",
-    ):
-        try:
-            data = parse_text(await request.text(), "request body")
-        except ConfigError as exc:
-            raise validation_error("; ".join(exc.problems)) from exc
-    else:
-        data = await read_json(request)
-    loaded = request.app[SANDBOX].load_scenarios(data)
+    loaded = request.app[SANDBOX].load_scenarios(await read_document(request))
     return json_response({"loaded": [s.name for s in loaded]}, status=201)
 
 

@@ -6,6 +6,7 @@ same ones. Every change is checked whole before anything is applied.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..errors import already_exists, not_found, validation_error
@@ -47,13 +48,17 @@ def find_account(state: State, account_id: str) -> Account:
     return account
 
 
-def _spec_from_body(state: State, body: dict[str, Any]) -> AccountSpec:
-    """Check an account body with the accounts-file rules; generated key/secret if absent."""
+_KEY_PLACEHOLDER = "ak_to_be_generated"
+_SECRET_PLACEHOLDER = "whsec_to_be_generated"
+
+
+def _spec_from_body(body: dict[str, Any]) -> AccountSpec:
+    """Check an account body with the accounts-file rules (placeholders stand in for a
+    key and secret to be generated, so a refused body draws no random numbers)."""
     record = dict(body)
     if "api_key" not in record and "api_keys" not in record:
-        record["api_key"] = f"ak_{state.randomness.token()[:24]}"
-    if "webhook_secret" not in record:
-        record["webhook_secret"] = f"whsec_{state.randomness.token()[:32]}"
+        record["api_key"] = _KEY_PLACEHOLDER
+    record.setdefault("webhook_secret", _SECRET_PLACEHOLDER)
     try:
         (spec,) = parse_accounts({"accounts": [record]}, "request body")
     except ConfigError as exc:
@@ -62,7 +67,7 @@ def _spec_from_body(state: State, body: dict[str, Any]) -> AccountSpec:
 
 
 def create_account(state: State, body: dict[str, Any]) -> Account:
-    spec = _spec_from_body(state, body)
+    spec = _spec_from_body(body)
     if any(a.email == spec.email for a in state.accounts.values()):
         raise already_exists(f"An account with email {spec.email} exists")
     for key in spec.api_keys:
@@ -70,6 +75,10 @@ def create_account(state: State, body: dict[str, Any]) -> Account:
             raise already_exists(f"API key {key} exists")
     if spec.id is not None and spec.id in state.accounts:
         raise already_exists(f"Account {spec.id} exists")
+    if spec.api_keys == (_KEY_PLACEHOLDER,):
+        spec = replace(spec, api_keys=(f"ak_{state.randomness.token()[:24]}",))
+    if spec.webhook_secret == _SECRET_PLACEHOLDER:
+        spec = replace(spec, webhook_secret=f"whsec_{state.randomness.token()[:32]}")
     account = spec.build(fallback_id=state.randomness.uuid())
     state.add_account(account)
     return account
@@ -96,7 +105,7 @@ def patch_account(state: State, account_id: str, body: dict[str, Any]) -> Accoun
             raise validation_error(f"balance {exc}") from exc
         if balance < 0:
             raise validation_error("balance must be >= 0")
-    spec = _spec_from_body(state, probe)
+    spec = _spec_from_body(probe)
     if "balance" in body:
         state.ledger.adjust(account, balance, state.now(account.id))
     if "has_active_subscription" in body:

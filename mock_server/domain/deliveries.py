@@ -24,6 +24,7 @@ class Attempt:
     status_code: int | None
     error: str | None
     duration_ms: float
+    manual: bool = False  # a /_mock redelivery, outside the spec's retry schedule
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -31,6 +32,7 @@ class Attempt:
             "status_code": self.status_code,
             "error": self.error,
             "duration_ms": self.duration_ms,
+            "manual": self.manual,
         }
 
 
@@ -51,13 +53,20 @@ class Delivery:
     def finished(self) -> bool:
         return self.status in ("delivered", "failed", "dropped")
 
-    def record(self, attempt: Attempt, *, retries: bool = True) -> None:
+    def record(self, attempt: Attempt) -> None:
         """Count an attempt and decide what comes next (spec 6: only 200 is success).
-        Without `retries` (a manual redelivery) a failure is final."""
+
+        Scheduled attempts retry 60 s later until 4 have been made. A failed manual
+        attempt leaves a planned retry in place, and otherwise ends `failed`.
+        """
         self.attempts.append(attempt)
+        scheduled = sum(1 for a in self.attempts if not a.manual)
         if attempt.status_code == 200:
             self.status, self.next_attempt_at = "delivered", None
-        elif retries and len(self.attempts) < MAX_ATTEMPTS:
+        elif attempt.manual:
+            if self.status != "retrying":
+                self.status, self.next_attempt_at = "failed", None
+        elif scheduled < MAX_ATTEMPTS:
             self.status, self.next_attempt_at = "retrying", attempt.at + RETRY_INTERVAL
         else:
             self.status, self.next_attempt_at = "failed", None

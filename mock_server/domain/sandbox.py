@@ -25,6 +25,7 @@ from ..errors import (
 from ..scenarios import Scenario, WebhookChaos, parse_scenarios
 from ..scheduler import Scheduler
 from ..sourcefile import ConfigError
+from . import admin
 from .accounts import Account, AccountSpec
 from .catalog import Catalog
 from .deliveries import Delivery
@@ -246,6 +247,13 @@ class Sandbox:
         entry = QueuedScenario(self.scenarios[name], account_id, count)
         self.queue.append(entry)
         return entry
+
+    def replace_accounts(self, data: Any) -> list[Account]:
+        """Every account replaced (see `admin.replace_accounts`); queue entries aimed at
+        accounts that no longer exist go too."""
+        accounts = admin.replace_accounts(self.state, data)
+        self.queue = [e for e in self.queue if e.account_id in (None, *self.state.accounts)]
+        return accounts
 
     def load_scenarios(self, data: Any, source: str = "request body") -> list[Scenario]:
         """Add (or replace, by name) scenarios at run time; all or nothing."""
