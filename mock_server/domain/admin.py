@@ -68,16 +68,18 @@ def _spec_from_body(body: dict[str, Any]) -> AccountSpec:
 
 def create_account(state: State, body: dict[str, Any]) -> Account:
     spec = _spec_from_body(body)
+    new_key = "api_key" not in body and "api_keys" not in body
     if any(a.email == spec.email for a in state.accounts.values()):
         raise already_exists(f"An account with email {spec.email} exists")
-    for key in spec.api_keys:
+    for key in () if new_key else spec.api_keys:
         if key in state.account_by_key:
             raise already_exists(f"API key {key} exists")
     if spec.id is not None and spec.id in state.accounts:
         raise already_exists(f"Account {spec.id} exists")
-    if spec.api_keys == (_KEY_PLACEHOLDER,):
+    # Generated only now, once nothing can refuse the account (determinism).
+    if new_key:
         spec = replace(spec, api_keys=(f"ak_{state.randomness.token()[:24]}",))
-    if spec.webhook_secret == _SECRET_PLACEHOLDER:
+    if "webhook_secret" not in body:
         spec = replace(spec, webhook_secret=f"whsec_{state.randomness.token()[:32]}")
     account = spec.build(fallback_id=state.randomness.uuid())
     state.add_account(account)

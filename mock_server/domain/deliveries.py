@@ -57,15 +57,15 @@ class Delivery:
         """Count an attempt and decide what comes next (spec 6: only 200 is success).
 
         Scheduled attempts retry 60 s later until 4 have been made. A failed manual
-        attempt leaves a planned retry in place, and otherwise ends `failed`.
+        attempt leaves a planned attempt in place, and otherwise ends `failed`.
         """
         self.attempts.append(attempt)
         scheduled = sum(1 for a in self.attempts if not a.manual)
         if attempt.status_code == 200:
             self.status, self.next_attempt_at = "delivered", None
         elif attempt.manual:
-            if self.status != "retrying":
-                self.status, self.next_attempt_at = "failed", None
+            if self.next_attempt_at is None:  # nothing planned: this failure is the last word
+                self.status = "failed"
         elif scheduled < MAX_ATTEMPTS:
             self.status, self.next_attempt_at = "retrying", attempt.at + RETRY_INTERVAL
         else:

@@ -250,9 +250,9 @@ class Sandbox:
 
     def replace_accounts(self, data: Any) -> list[Account]:
         """Every account replaced (see `admin.replace_accounts`); queue entries aimed at
-        accounts that no longer exist go too."""
+        the replaced accounts go with them."""
         accounts = admin.replace_accounts(self.state, data)
-        self.queue = [e for e in self.queue if e.account_id in (None, *self.state.accounts)]
+        self.queue = [entry for entry in self.queue if entry.account_id is None]
         return accounts
 
     def load_scenarios(self, data: Any, source: str = "request body") -> list[Scenario]:
