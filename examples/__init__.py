@@ -1,0 +1,1 @@
+"""Examples of integrating with the ordering service, tested against the sandbox."""
