@@ -133,7 +133,12 @@ async def test_plant_update_returns_plant_response(client):
         "/v3/plant", json={"id": 3, "name": "Sansevieria", "status": "sold", "tags": ["a"]}
     )
     assert response.status == 200
-    assert await response.json() == {"id": 3, "name": "Sansevieria", "status": "sold", "tags": ["a"]}
+    assert await response.json() == {
+        "id": 3,
+        "name": "Sansevieria",
+        "status": "sold",
+        "tags": ["a"],
+    }
 
 
 async def test_plant_partial_update_keeps_other_fields(client):
