@@ -14,6 +14,19 @@ from mock_server.config import Settings
 START = "2026-01-01T00:00:00Z"
 START_TS = parse_iso(START)
 BASE_SETTINGS = Settings(clock="manual", seed=42, start_time=START_TS)
+#: The built-in scenarios DESIGN section 6 promises, in its order.
+BUILTIN_SCENARIOS = (
+    "happy_path",
+    "out_of_stock_partial",
+    "timeout_partial",
+    "need_client_code",
+    "failed_out_of_stock",
+    "failed_invalid_fields",
+    "price_mismatch",
+    "slow_fulfillment",
+    "webhook_duplicate",
+    "webhook_dropped",
+)
 
 
 class Merchant:

@@ -25,19 +25,7 @@ from mock_server.scenarios import (
     parse_scenarios,
 )
 from mock_server.sourcefile import ConfigError, parse_text
-
-BUILTIN_NAMES = {
-    "happy_path",
-    "out_of_stock_partial",
-    "timeout_partial",
-    "need_client_code",
-    "failed_out_of_stock",
-    "failed_invalid_fields",
-    "price_mismatch",
-    "slow_fulfillment",
-    "webhook_duplicate",
-    "webhook_dropped",
-}
+from tests.conftest import BUILTIN_SCENARIOS
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -947,8 +935,8 @@ def test_scenario_folder_problems_name_the_file_inside_it(tmp_path):
 def test_builtin_scenarios_are_the_ten_of_the_design():
     scenarios = builtin_scenarios()
     names = [s.name for s in scenarios]
-    assert set(names) == BUILTIN_NAMES
-    assert len(names) == len(BUILTIN_NAMES)
+    assert set(names) == set(BUILTIN_SCENARIOS)
+    assert len(names) == len(set(BUILTIN_SCENARIOS))
 
 
 def test_builtin_happy_path_processes_after_1s_and_completes():
@@ -962,4 +950,4 @@ def test_startup_merges_extra_scenarios_into_the_builtin_set(tmp_path):
     path = write(tmp_path, "extra.yaml", "name: my_own\nsteps:\n  - status: completed\n")
     startup = load_startup(Settings(seed=1, scenarios=(str(path),)))
     names = [s.name for s in startup.scenarios]
-    assert set(names) == BUILTIN_NAMES | {"my_own"}
+    assert set(names) == set(BUILTIN_SCENARIOS) | {"my_own"}

@@ -13,20 +13,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.conftest import login
+from tests.conftest import BUILTIN_SCENARIOS, login
 
-BUILTIN_SCENARIOS = {
-    "happy_path",
-    "out_of_stock_partial",
-    "timeout_partial",
-    "need_client_code",
-    "failed_out_of_stock",
-    "failed_invalid_fields",
-    "price_mismatch",
-    "slow_fulfillment",
-    "webhook_duplicate",
-    "webhook_dropped",
-}
 CATALOG_IDS = [1001, 1002, 1003, 1004, 2001, 2002, 3001]
 LOGIN_TOPUP = {
     "item_id": 2002,
@@ -613,7 +601,7 @@ async def test_put_invalid_catalog_names_the_item_and_keeps_the_old_one(merchant
 async def test_builtin_scenarios_are_listed_with_descriptions(client):
     status, body = await ctl(client, "GET", "/_mock/scenarios")
     assert status == 200
-    assert {s["name"] for s in body["scenarios"]} == BUILTIN_SCENARIOS
+    assert {s["name"] for s in body["scenarios"]} == set(BUILTIN_SCENARIOS)
     assert len(body["scenarios"]) == 10
     assert all(s["description"].strip() for s in body["scenarios"])
     assert body["queue"] == []
@@ -684,7 +672,7 @@ async def test_invalid_yaml_scenario_is_refused_with_its_line_and_nothing_is_loa
     assert_validation_error(response.status, body)
     assert ":8:" in body["detail"], body
     assert "pending" in body["detail"]
-    assert await scenario_names(client) == BUILTIN_SCENARIOS
+    assert await scenario_names(client) == set(BUILTIN_SCENARIOS)
 
 
 async def test_invalid_json_scenario_is_refused_and_nothing_is_loaded(client):
@@ -697,7 +685,7 @@ async def test_invalid_json_scenario_is_refused_and_nothing_is_loaded(client):
     status, body = await ctl(client, "POST", "/_mock/scenarios", document)
     assert_validation_error(status, body)
     assert "pending" in body["detail"]
-    assert await scenario_names(client) == BUILTIN_SCENARIOS
+    assert await scenario_names(client) == set(BUILTIN_SCENARIOS)
 
 
 async def test_queued_scenario_applies_to_the_next_count_orders_then_default(merchant):
@@ -1138,7 +1126,7 @@ async def test_reset_clears_queue_faults_journal_and_loaded_scenarios(merchant):
 
     _, listing = await ctl(merchant.client, "GET", "/_mock/scenarios")
     assert listing["queue"] == []
-    assert {s["name"] for s in listing["scenarios"]} == BUILTIN_SCENARIOS
+    assert {s["name"] for s in listing["scenarios"]} == set(BUILTIN_SCENARIOS)
     assert (await ctl(merchant.client, "GET", "/_mock/faults"))[1] == {"faults": []}
     assert (await ctl(merchant.client, "GET", "/_mock/requests"))[1] == {"requests": []}
     assert (await catalog_item(merchant.client, 1001))["price"] == 2000
@@ -1231,7 +1219,7 @@ async def test_admin_token_guards_every_control_route(make_client, method, path,
     assert items[0]["price"] == 2000
     scenarios = (await ctl(client, "GET", "/_mock/scenarios", headers=ADMIN))[1]
     assert scenarios["queue"] == []
-    assert {s["name"] for s in scenarios["scenarios"]} == BUILTIN_SCENARIOS
+    assert {s["name"] for s in scenarios["scenarios"]} == set(BUILTIN_SCENARIOS)
     faults = (await ctl(client, "GET", "/_mock/faults", headers=ADMIN))[1]["faults"]
     assert [f["path"] for f in faults] == ["/api/v1/account/me"]
     clock = (await ctl(client, "GET", "/_mock/clock", headers=ADMIN))[1]

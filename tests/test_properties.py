@@ -18,19 +18,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from mock_server.config import Settings
 from mock_server.testing import SandboxHandle, ServerThread
+from tests.conftest import BUILTIN_SCENARIOS
 
-SCENARIOS = [
-    "happy_path",
-    "out_of_stock_partial",
-    "timeout_partial",
-    "need_client_code",
-    "failed_out_of_stock",
-    "failed_invalid_fields",
-    "price_mismatch",
-    "slow_fulfillment",
-    "webhook_duplicate",
-    "webhook_dropped",
-]
+SCENARIOS = list(BUILTIN_SCENARIOS)
 TERMINAL = {"completed", "partial", "failed"}
 FIELDS = {
     2001: {"razer_id": "player-1", "region": 2},
