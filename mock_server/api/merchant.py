@@ -33,6 +33,8 @@ async def exchange_token(request: web.Request) -> web.Response:
         body = await read_json(request, required=False)
     except ApiError as error:  # this endpoint answers in its own {"error"} shape
         raise TokenError(error.status, error.detail) from error
+    except web.HTTPRequestEntityTooLarge as error:
+        raise TokenError(413, "Request body is too large") from error
     return json_response(_sandbox(request).exchange_token(body))
 
 
