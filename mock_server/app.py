@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from . import openapi
 from .api import merchant
 from .api.merchant import SANDBOX, WEBHOOKS
 from .api.middleware import make_middlewares
@@ -50,6 +51,7 @@ def create_app(
     control.add_routes(app)
     control_accounts.add_routes(app)
     control_scripting.add_routes(app)
+    openapi.add_routes(app)
     app.cleanup_ctx.append(_run_scheduler)
     return app
 

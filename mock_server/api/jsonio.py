@@ -24,14 +24,18 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def parse_json(raw: bytes) -> Any:
-    """Parse a request body; any problem is a 400 `validation_error`."""
+def parse_json(raw: bytes, *, exact: bool = True) -> Any:
+    """Parse a request body; any problem is a 400 `validation_error`. `exact` keeps
+    fractions as `Decimal` (money and quantities); configuration documents take floats,
+    as they do from a file."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise validation_error("The request body is not valid UTF-8") from exc
     try:
-        data = json.loads(text, parse_float=Decimal, parse_constant=_reject_constant)
+        data = json.loads(
+            text, parse_float=Decimal if exact else float, parse_constant=_reject_constant
+        )
     except json.JSONDecodeError as exc:
         raise validation_error(
             f"Malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -53,7 +57,7 @@ def _check_depth(data: Any) -> None:
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
 
-async def read_json(request: web.Request, *, required: bool = True) -> Any:
+async def read_json(request: web.Request, *, required: bool = True, exact: bool = True) -> Any:
     """The request's JSON body; an empty body is `{}` when not `required`."""
     content_type = request.content_type
     raw = await request.read()
@@ -63,7 +67,7 @@ async def read_json(request: web.Request, *, required: bool = True) -> Any:
         return {}
     if request.headers.get("Content-Type") and not _is_json_type(content_type):
         raise validation_error(f"Content-Type must be application/json, got {content_type}")
-    return parse_json(raw)
+    return parse_json(raw, exact=exact)
 
 
 async def read_object(request: web.Request, *, required: bool = True) -> dict[str, Any]:
@@ -80,7 +84,7 @@ async def read_document(request: web.Request) -> Any:
     """A configuration document (catalog, accounts, scenarios) as JSON, or as YAML when
     sent with a YAML or text content type; YAML mistakes name their line."""
     if request.content_type not in YAML_TYPES:
-        return await read_json(request)
+        return await read_json(request, exact=False)
     try:
         return parse_text(await request.text(), "request body")
     except ConfigError as exc:

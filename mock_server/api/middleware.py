@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 CONTROL_PREFIX = "/_mock"
+NOT_MERCHANT_PREFIXES = (CONTROL_PREFIX, "/openapi.json", "/docs")
 ALLOWED_HEADERS = "Authorization, Content-Type, X-Mock-Scenario"
 ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 _HTTP_CODES = {
@@ -52,7 +53,8 @@ def make_middlewares(*, cors_origin: str, admin_token: str | None, max_body: int
             response.headers["Access-Control-Allow-Methods"] = ALLOWED_METHODS
             response.headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
             response.headers["Access-Control-Max-Age"] = "600"
-        elif request.path.startswith(CONTROL_PREFIX):
+        elif request.path.startswith(NOT_MERCHANT_PREFIXES):
+            # Control API and API documents: no faults, no journal entry.
             response = await _answer(request, handler, admin_token, max_body)
         else:
             response = await _merchant_call(request, handler, max_body)
@@ -66,7 +68,11 @@ async def _answer(
     request: web.Request, handler: Handler, admin_token: str | None, max_body: int
 ) -> web.StreamResponse:
     try:
-        if admin_token is not None and request.path != HEALTH_PATH:
+        if (
+            admin_token is not None
+            and request.path.startswith(CONTROL_PREFIX)
+            and request.path != HEALTH_PATH
+        ):
             _check_admin(request, admin_token)
         return await handler(request)
     except ApiError as error:

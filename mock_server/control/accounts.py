@@ -66,7 +66,7 @@ async def replace_catalog(request: web.Request) -> web.Response:
 
 async def patch_item(request: web.Request) -> web.Response:
     raw_id = request.match_info["item_id"]
-    if not raw_id.isdigit():
+    if not raw_id.isascii() or not raw_id.isdigit():
         raise validation_error(f"item id must be an integer, got {raw_id!r}")
     item = admin.patch_item(_state(request), int(raw_id), await read_object(request))
     return json_response(item.to_feed())

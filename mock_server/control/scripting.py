@@ -74,7 +74,7 @@ async def list_requests(request: web.Request) -> web.Response:
     raw = request.query.get("limit")
     limit = None
     if raw is not None:
-        if not raw.isdigit():
+        if not raw.isascii() or not raw.isdigit():
             raise validation_error("limit must be a non-negative integer")
         limit = int(raw)
     calls = request.app[SANDBOX].journal.latest(limit)

@@ -234,6 +234,8 @@ class Sandbox:
         `replace` first drops what was queued for the same account (or for any)."""
         if not isinstance(name, str) or name not in self.scenarios:
             raise validation_error(f"Unknown scenario {name!r}; known: {', '.join(self.scenarios)}")
+        if account_id is not None and not isinstance(account_id, str):
+            raise validation_error("account_id must be a string (an account id)")
         if account_id is not None and account_id not in self.state.accounts:
             raise not_found(f"Account {account_id} not found")
         if count is not None and (
