@@ -765,6 +765,21 @@ def _inspection_schemas() -> dict[str, Schema]:
                 "time_scale": number(exclusiveMinimum=0),
             }
         ),
+        "Jobs": obj(
+            {
+                "pending": integer("Jobs waiting on the clock.", minimum=0),
+                "failures": array(
+                    obj(
+                        {
+                            "job": string("What the job was doing."),
+                            "owner": string("The account it belonged to."),
+                            "due": timestamp("When it was due."),
+                            "error": string("The exception, one line."),
+                        }
+                    )
+                ),
+            }
+        ),
         "ResetResult": obj(
             {
                 "status": string(const="reset"),
@@ -1180,11 +1195,21 @@ def _control_basics() -> dict[str, dict[str, Any]]:
             {"seconds": 5},
         ),
     )
+    jobs = control(
+        "mockReadJobs",
+        "Background work",
+        "clock",
+        ("200", "Pending jobs and recent failures.", ref("Jobs")),
+        description="How many scheduled jobs (fulfillment steps, webhook attempts) wait on "
+        "the clock, and the last 100 that raised: a crashed job is logged and shown here, "
+        "never lost. The pytest plugin fails a test whose sandbox recorded one.",
+    )
     return {
         HEALTH_PATH: {"get": health},
         "/_mock/reset": {"post": reset},
         "/_mock/clock": {"get": read_clock},
         "/_mock/clock/advance": {"post": advance},
+        "/_mock/jobs": {"get": jobs},
     }
 
 

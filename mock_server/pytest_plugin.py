@@ -89,6 +89,10 @@ def mock_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sand
             receiver.secret = handle.webhook_secret
             handle.set_webhook_url(receiver.url)
         yield handle
+        # Like pytest-httpserver: what broke on the server's side fails the test.
+        failures = handle.job_failures()
+        if failures:
+            pytest.fail(f"the sandbox's background jobs failed: {failures}", pytrace=False)
     finally:
         if server is not None:
             server.stop()

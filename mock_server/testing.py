@@ -183,6 +183,10 @@ class SandboxHandle:
                 )
             time.sleep(0.02)
 
+    def job_failures(self) -> list[dict[str, Any]]:
+        """Scheduled jobs that raised (a sandbox bug): each with job, owner, due, error."""
+        return self.control("GET", "/_mock/jobs")["failures"]
+
     # -- changing state --------------------------------------------------------------------
 
     def set_balance(self, amount: float) -> None:

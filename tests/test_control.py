@@ -120,3 +120,24 @@ async def test_admin_token_does_not_guard_merchant_api(make_client):
     client = await make_client(admin_token="s3cret")
     merchant = await login(client)
     assert await merchant.balance() == 1000.0
+
+
+async def test_a_crashed_job_is_kept_and_shown_not_lost(merchant, monkeypatch):
+    def broken(self, count):
+        raise RuntimeError("code generator exploded")
+
+    monkeypatch.setattr("mock_server.domain.randomness.Randomness.codes", broken)
+    await merchant.create({"item_id": 1001})
+    await merchant.advance(3)  # the advance itself still answers
+    jobs = await (await merchant.client.get("/_mock/jobs")).json()
+    (failure,) = jobs["failures"]
+    assert "code generator exploded" in failure["error"]
+    assert failure["due"] == "2026-01-01T00:00:03.000Z"
+    assert "step 2" in failure["job"]
+    assert jobs["pending"] == 0
+
+
+async def test_jobs_counts_what_waits_on_the_clock(merchant):
+    await merchant.create({"item_id": 1001})
+    jobs = await (await merchant.client.get("/_mock/jobs")).json()
+    assert jobs == {"pending": 1, "failures": []}

@@ -240,3 +240,22 @@ def test_same_tests_run_against_a_running_instance(suite, running_sandbox):
     )
     result.assert_outcomes(passed=3, skipped=1)
     result.stdout.fnmatch_lines(["*needs a real clock*runs a manual one*"])
+
+
+def test_a_crashed_background_job_fails_the_test(suite):
+    suite.makepyfile(
+        """
+        from helpers import login, create
+
+        def test_crash(mock_server, monkeypatch):
+            def broken(self, count):
+                raise RuntimeError("code generator exploded")
+
+            monkeypatch.setattr("mock_server.domain.randomness.Randomness.codes", broken)
+            create(mock_server, login(mock_server), {"item_id": 1001})
+            mock_server.advance(3)
+        """
+    )
+    result = suite.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)  # the test body passed; teardown reports
+    result.stdout.fnmatch_lines(["*background jobs failed*code generator exploded*"])

@@ -62,6 +62,11 @@ async def advance_clock(request: web.Request) -> web.Response:
     return json_response({"now": sandbox.clock_info()["now"]})
 
 
+async def read_jobs(request: web.Request) -> web.Response:
+    scheduler = request.app[SANDBOX].scheduler
+    return json_response({"pending": scheduler.pending(), "failures": list(scheduler.failures)})
+
+
 async def list_orders(request: web.Request) -> web.Response:
     query = request.query
     orders = request.app[SANDBOX].list_orders(
@@ -104,6 +109,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/_mock/reset", reset)
     app.router.add_get("/_mock/clock", read_clock)
     app.router.add_post("/_mock/clock/advance", advance_clock)
+    app.router.add_get("/_mock/jobs", read_jobs)
     app.router.add_get("/_mock/orders", list_orders)
     app.router.add_get("/_mock/orders/{order_id}", read_order)
     app.router.add_get("/_mock/webhooks", list_webhooks)
