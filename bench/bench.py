@@ -1,0 +1,609 @@
+"""The sandbox's benchmarks (DESIGN section 9): one command, one table.
+
+    bash bench/run.sh            # installs wrk if missing, then runs this file
+    python bench/bench.py [--duration 5] [--runs 3] [--connections 16] [--no-write]
+
+Measures, against the bars of DESIGN section 9:
+
+* requests/s and p50/p99 latency of order lookup, order creation and token exchange,
+  with wrk, each also as a ratio against a bare aiohttp app (`bare_app.py`) answering
+  the same JSON, measured in the same run;
+* process start to first answered request (`GET /_mock/health`);
+* RSS holding 100,000 orders, before and after they settle;
+* wall time of `advance` through an order's whole life with failed webhook attempts;
+* webhook deliveries per second to a local receiver.
+
+Servers (and the in-process measurements) run on CPU 0, wrk and the webhook receiver
+on CPU 1 (`taskset`); on a one-core machine everything runs unpinned and the report
+says so. The table is printed and written to `bench/RESULTS.md`.
+
+Beside it: `bare_app.py` (the baseline), `receiver.py` (webhook receiver), `inproc.py`
+(measurements that drive the Sandbox object in-process), `report.py` (the table), and
+the wrk scripts `lookup.lua`, `create.lua`, `token.lua`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inproc import LIFE_SECONDS
+from report import BAR_CREATE_RATIO, BAR_LOOKUP_RATIO, machine_info, render
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+PYTHON = sys.executable
+
+API_KEY = "ak_bench"
+WEBHOOK_SECRET = "whsec_bench"
+HUGE_BALANCE = 1_000_000_000_000  # major units: creation never runs out of money
+START_RUNS = 5
+#: Other processes using more than this share of a core make a wrk run count as noisy.
+NOISY = 0.05
+RETRIES = 3
+
+
+# ---------------------------------------------------------------------------------------
+# processes
+
+
+@dataclass(frozen=True)
+class Placement:
+    server: list[str]  # command prefix for servers and in-process measurements
+    load: list[str]  # command prefix for wrk and webhook receivers
+    note: str
+
+
+def placement() -> Placement:
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) >= 2 and shutil.which("taskset"):
+        server, load = str(cpus[0]), str(cpus[1])
+        return Placement(
+            ["taskset", "-c", server],
+            ["taskset", "-c", load],
+            f"server and in-process measurements pinned to CPU {server}; "
+            f"wrk and webhook receivers pinned to CPU {load} (taskset)",
+        )
+    why = "one core available" if len(cpus) < 2 else "taskset not found"
+    return Placement([], [], f"{why}: servers, wrk and receivers run unpinned, sharing it")
+
+
+class Server:
+    """A subprocess that prints `listening on http://HOST:PORT` on stdout when ready."""
+
+    def __init__(self, argv: list[str], name: str, log_dir: Path, timeout: float = 30) -> None:
+        self.name = name
+        self.log_path = log_dir / f"{name}.stderr.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=REPO
+        )
+        line = _readline(self.proc, timeout)
+        match = re.search(r"listening on http://([^\s:]+|\[[^\]]+\]):(\d+)", line)
+        if not match:
+            self.stop()
+            tail = self.log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{name} did not start: {line!r}\n{tail}")
+        self.host, self.port = match.group(1), int(match.group(2))
+        self.url = f"http://{self.host}:{self.port}"
+        # Drain the rest of stdout (the banner) so the child never blocks on a full pipe.
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def _readline(proc: subprocess.Popen, timeout: float) -> str:
+    box: list[str] = []
+    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return box[0] if box else ""
+
+
+def sandbox_argv(pin: Placement, accounts: Path | None) -> list[str]:
+    argv = pin.server + [PYTHON, "-m", "mock_server", "--clock", "manual", "--port", "0"]
+    argv += ["--seed", "1"]
+    if accounts is not None:
+        argv += ["--accounts", str(accounts)]
+    return argv
+
+
+def write_accounts(path: Path, webhook_url: str | None = None) -> Path:
+    lines = [
+        "accounts:",
+        "  - email: bench@example.com",
+        f"    api_key: {API_KEY}",
+        f"    balance: {HUGE_BALANCE}",
+        f"    webhook_secret: {WEBHOOK_SECRET}",
+    ]
+    if webhook_url:
+        lines.append(f"    webhook_url: {webhook_url}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class Client:
+    """A keep-alive HTTP/1.1 client for set-up calls (stdlib only)."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=120)
+
+    def call(
+        self, method: str, path: str, body: Any = None, token: str | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        headers = {}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self.conn.request(method, path, body=data, headers=headers)
+        response = self.conn.getresponse()
+        raw = response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, raw
+
+    def json(self, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
+        status, _, raw = self.call(method, path, body, token)
+        if status >= 400:
+            raise RuntimeError(f"{method} {path} answered {status}: {raw[:300]!r}")
+        return json.loads(raw)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# ---------------------------------------------------------------------------------------
+# wrk
+
+
+@dataclass(frozen=True)
+class WrkParams:
+    threads: int
+    connections: int
+    duration: float
+    warmup: float
+    runs: int
+
+    def describe(self) -> str:
+        return (
+            f"wrk -t{self.threads} -c{self.connections} -d{self.duration:g}s --latency; "
+            f"{self.runs} runs per server and endpoint, alternating bare/sandbox, each on a "
+            f"freshly started server after a {self.warmup:g} s warm-up run; medians"
+        )
+
+
+@dataclass
+class WrkRun:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    bad_status: int
+    socket_errors: int
+    other_load: float = 0.0  # share of a core used by other processes during the run
+
+
+_UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
+
+
+def parse_wrk(text: str) -> WrkRun:
+    def latency(percent: str) -> float:
+        match = re.search(rf"^\s*{percent}%\s+([\d.]+)(us|ms|s|m|h)\s*$", text, re.M)
+        if not match:
+            raise RuntimeError(f"no {percent}% latency in wrk output:\n{text}")
+        return float(match.group(1)) * _UNITS_MS[match.group(2)]
+
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    requests = re.search(r"(\d+) requests in", text)
+    if not rps or not requests:
+        raise RuntimeError(f"unexpected wrk output:\n{text}")
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    errors = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)",
+        text,
+    )
+    return WrkRun(
+        rps=float(rps.group(1)),
+        p50_ms=latency("50"),
+        p99_ms=latency("99"),
+        requests=int(requests.group(1)),
+        bad_status=int(bad.group(1)) if bad else 0,
+        socket_errors=sum(int(g) for g in errors.groups()) if errors else 0,
+    )
+
+
+def run_wrk(
+    pin: Placement, params: WrkParams, url: str, script: str, env: dict[str, str], seconds: float
+) -> WrkRun:
+    argv = pin.load + ["wrk", f"-t{params.threads}", f"-c{params.connections}"]
+    argv += [f"-d{max(1, round(seconds))}s", "--latency", "-s", str(BENCH / script), url]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env=os.environ | env, timeout=seconds + 60
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr}{done.stdout}")
+    return parse_wrk(done.stdout)
+
+
+@dataclass
+class Endpoint:
+    key: str
+    title: str
+    script: str
+    path: str  # the URL path wrk calls (lookup: the order id is appended)
+    bar: float | None  # minimum ratio of bare aiohttp's requests/s
+    runs: dict[str, list[WrkRun]] = field(default_factory=lambda: {"bare": [], "sandbox": []})
+    retried: int = 0  # runs done again because another process was busy
+
+    def median(self, target: str, attr: str) -> float:
+        return statistics.median(getattr(run, attr) for run in self.runs[target])
+
+    @property
+    def ratio(self) -> float:
+        return self.median("sandbox", "rps") / self.median("bare", "rps")
+
+
+@dataclass
+class Target:
+    """One server to load: the sandbox or the bare app, started fresh for each run."""
+
+    name: str
+    argv: list[str]
+    token: str = ""
+    order_id: str = ""
+
+    def start(self, work: Path) -> Server:
+        server = Server(self.argv, f"{self.name}-http", work)
+        if self.name == "sandbox":  # a token and an order to look up, in this process
+            client = Client(server.url)
+            body = {"api_key": API_KEY}
+            self.token = client.json("POST", "/api/v1/auth/token/client", body)["access_token"]
+            body = {"item_id": 1001, "merchant_order_id": "bench-lookup"}
+            self.order_id = client.json("POST", "/api/v1/orders", body, self.token)["id"]
+            client.close()
+        return server
+
+
+def capture_bodies(pin: Placement, accounts: Path, work: Path) -> tuple[Path, list[str], str, str]:
+    """The sandbox's own answers for the bare app to repeat; then check the parity."""
+    sandbox = Server(sandbox_argv(pin, accounts), "sandbox-capture", work)
+    bare = None
+    try:
+        client = Client(sandbox.url)
+        token = client.json("POST", "/api/v1/auth/token/client", {"api_key": API_KEY})
+        bearer = token["access_token"]
+        body = {"item_id": 1001, "merchant_order_id": "bench-lookup"}
+        order_path = f"/api/v1/orders/{client.json('POST', '/api/v1/orders', body, bearer)['id']}"
+        body = {"item_id": 1001, "merchant_order_id": "bench-sample"}
+        created = client.json("POST", "/api/v1/orders", body, bearer)
+        looked_up = client.json("GET", order_path, token=bearer)
+        client.close()
+        path = work / "bodies.json"
+        bodies = {"order": looked_up, "created": created, "token": token}
+        path.write_text(json.dumps(bodies), encoding="utf-8")
+        bare = Server(pin.server + [PYTHON, str(BENCH / "bare_app.py"), str(path)], "bare", work)
+        parity = check_parity(sandbox.url, bare.url, order_path, bearer)
+        return path, parity, bearer, looked_up["id"]
+    finally:
+        sandbox.stop()
+        if bare is not None:
+            bare.stop()
+
+
+def bench_http(pin: Placement, params: WrkParams, work: Path, log: Callable) -> dict[str, Any]:
+    """Lookup, creation and token exchange: sandbox vs bare aiohttp, with wrk.
+
+    Each measured run gets fresh server processes (a warm-up run first): one process's
+    memory layout can be 15% faster or slower than the next, and the sandbox's state
+    (orders, tokens) then grows the same way in every run.
+    """
+    accounts = write_accounts(work / "accounts-http.yaml")
+    bodies, parity, token, order_id = capture_bodies(pin, accounts, work)
+    targets = [
+        Target("bare", pin.server + [PYTHON, str(BENCH / "bare_app.py"), str(bodies)]),
+        Target("sandbox", sandbox_argv(pin, accounts), token, order_id),
+    ]
+    endpoints = [
+        Endpoint("lookup", "order lookup", "lookup.lua", "/api/v1/orders/", BAR_LOOKUP_RATIO),
+        Endpoint("create", "order creation", "create.lua", "/api/v1/orders", BAR_CREATE_RATIO),
+        Endpoint("token", "token exchange", "token.lua", "/api/v1/auth/token/client", None),
+    ]
+    sandbox = targets[1]
+    for endpoint in endpoints:
+        for index in range(params.runs):
+            for target in targets:
+                for attempt in range(RETRIES + 1):
+                    server = target.start(work)
+                    try:
+                        path = endpoint.path
+                        if endpoint.key == "lookup":  # (--seed 1: the same id every time)
+                            path += sandbox.order_id
+                        url = server.url + path
+                        env = {"BENCH_TOKEN": sandbox.token, "BENCH_API_KEY": API_KEY}
+                        env["BENCH_PREFIX"] = f"warm{index}-{attempt}"
+                        run_wrk(pin, params, url, endpoint.script, env, params.warmup)
+                        env["BENCH_PREFIX"] = f"run{index}-{attempt}"
+                        watch = CpuWatch((server.proc.pid,))
+                        run = run_wrk(pin, params, url, endpoint.script, env, params.duration)
+                        other, _, wall = watch.other()
+                    finally:
+                        server.stop()
+                    run.other_load = other / wall
+                    log(
+                        f"  {endpoint.title:15} {target.name:8} run {index + 1}: "
+                        f"{run.rps:8.0f} req/s  p50 {run.p50_ms:6.2f} ms  "
+                        f"p99 {run.p99_ms:6.2f} ms  bad {run.bad_status + run.socket_errors}"
+                        f"  other load {run.other_load:.0%}"
+                    )
+                    if run.other_load <= NOISY or attempt == RETRIES:
+                        break
+                    endpoint.retried += 1
+                    time.sleep(5)  # another process was busy: wait, then run again
+                endpoint.runs[target.name].append(run)
+    return {"endpoints": endpoints, "parity": parity}
+
+
+def check_parity(sandbox_url: str, bare_url: str, order_path: str, token: str) -> list[str]:
+    """Same status, content type and JSON shape from both servers (lookup: same bytes)."""
+    notes = []
+    calls = [
+        ("order lookup", "GET", order_path, None),
+        ("order creation", "POST", "/api/v1/orders", {"item_id": 1001, "merchant_order_id": "p"}),
+        ("token exchange", "POST", "/api/v1/auth/token/client", {"api_key": API_KEY}),
+    ]
+    sandbox, bare = Client(sandbox_url), Client(bare_url)
+    for title, method, path, body in calls:
+        s_status, s_headers, s_raw = sandbox.call(method, path, body, token)
+        b_status, b_headers, b_raw = bare.call(method, path, body, token)
+        same_type = s_headers.get("content-type") == b_headers.get("content-type")
+        same_keys = list(json.loads(s_raw)) == list(json.loads(b_raw))
+        same_bytes = s_raw == b_raw
+        if s_status != b_status or not same_type or not same_keys:
+            raise RuntimeError(
+                f"{title}: bare app differs from the sandbox: {s_status} {b_status} "
+                f"{s_headers.get('content-type')} {b_headers.get('content-type')}"
+            )
+        what = "identical bytes" if same_bytes else f"same keys, {len(s_raw)}/{len(b_raw)} bytes"
+        notes.append(f"{title}: {s_status}, {s_headers.get('content-type')}, {what}")
+    sandbox.close()
+    bare.close()
+    return notes
+
+
+# ---------------------------------------------------------------------------------------
+# start-up
+
+
+def time_to_first_answer(argv: list[str]) -> float:
+    """Seconds from spawn to the first 200 from GET /_mock/health."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()
+        match = re.search(r"listening on http://([^\s:]+):(\d+)", line)
+        if not match:
+            raise RuntimeError(f"did not start: {argv}: {line!r}")
+        host, port = match.group(1), int(match.group(2))
+        while True:
+            conn = http.client.HTTPConnection(host, port, timeout=10)
+            try:
+                conn.request("GET", "/_mock/health")
+                if conn.getresponse().status == 200:
+                    return time.perf_counter() - started
+            except OSError:
+                time.sleep(0.001)
+            finally:
+                conn.close()
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def bench_start(pin: Placement, work: Path) -> dict[str, list[float]]:
+    bodies = work / "bodies.json"
+    if not bodies.exists():
+        bodies.write_text(json.dumps({"order": {}, "created": {}, "token": {}}))
+    commands = {
+        "sandbox": pin.server
+        + [PYTHON, "-m", "mock_server", "--port", "0", "--clock", "manual", "--seed", "1"],
+        "bare": pin.server + [PYTHON, str(BENCH / "bare_app.py"), str(bodies)],
+    }
+    floor = pin.server + [PYTHON, "-c", "import aiohttp.web"]
+    result: dict[str, list[float]] = {name: [] for name in commands}
+    result["import"] = []
+    for _ in range(START_RUNS):
+        for name, argv in commands.items():
+            result[name].append(time_to_first_answer(argv))
+        started = time.perf_counter()
+        subprocess.run(floor, check=True)
+        result["import"].append(time.perf_counter() - started)
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# in-process measurements (each in its own pinned process)
+
+
+def inproc(pin: Placement, kind: str, args: dict[str, Any], timeout: float = 1800) -> Any:
+    argv = pin.server + [PYTHON, str(BENCH / "inproc.py"), kind, json.dumps(args)]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"in-process {kind} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def advance_over_http(url: str, repeats: int) -> dict[str, Any]:
+    """The same life driven from outside: POST /_mock/clock/advance on a server process."""
+    client = Client(url)
+    token = client.json("POST", "/api/v1/auth/token/client", {"api_key": API_KEY})["access_token"]
+    times = []
+    for _ in range(repeats + 1):
+        order = client.json("POST", "/api/v1/orders", {"item_id": 1001}, token)
+        started = time.perf_counter()
+        client.json("POST", "/_mock/clock/advance", {"seconds": LIFE_SECONDS})
+        times.append(time.perf_counter() - started)
+        webhook = client.json("GET", f"/api/v1/orders/{order['id']}", token=token)["webhook"]
+        if webhook["status"] != "failed" or webhook["attempts"] != 4:
+            raise RuntimeError(f"unexpected webhook state {webhook}")
+    client.close()
+    return {"first_s": times[0], "warm_s": times[1:]}
+
+
+# ---------------------------------------------------------------------------------------
+# main
+
+
+class CpuWatch:
+    """CPU time the machine spent on other work while the benchmark ran (noise check).
+
+    Ours is this process, its finished children, and the live processes in `pids`.
+    """
+
+    def __init__(self, pids: tuple[int, ...] = ()) -> None:
+        self._pids = pids
+        self._machine, self._steal = _machine_cpu()
+        self._ours = self._our_cpu()
+        self._wall = time.monotonic()
+
+    def _our_cpu(self) -> float:
+        return _our_cpu() + sum(_process_cpu(pid) for pid in self._pids)
+
+    def other(self) -> tuple[float, float, float]:
+        """(CPU-seconds of other work, of hypervisor steal, wall seconds) so far."""
+        machine, steal = _machine_cpu()
+        wall = time.monotonic() - self._wall
+        other = max(0.0, machine - self._machine - (self._our_cpu() - self._ours))
+        return other, steal - self._steal, wall
+
+    def describe(self) -> str:
+        other, steal, wall = self.other()
+        note = (
+            f"{other:.1f} CPU-s used by other processes during {wall:.0f} s "
+            f"({100 * other / wall:.0f}% of one core); hypervisor steal "
+            f"{100 * steal / wall:.0f}% of one core"
+        )
+        if other / wall > NOISY:
+            note += " — **the machine was not quiet: numbers are noisier than usual**"
+        return note
+
+
+def _process_cpu(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_cpu() -> tuple[float, float]:
+    """(user + nice + system, steal) seconds of all CPUs, from /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    steal = fields[7] if len(fields) > 7 else 0
+    return (fields[0] + fields[1] + fields[2]) / tick, steal / tick
+
+
+def _our_cpu() -> float:
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+@contextlib.contextmanager
+def receiver(pin: Placement, status: int, work: Path) -> Iterator[str]:
+    argv = pin.load + [PYTHON, str(BENCH / "receiver.py"), "--status", str(status)]
+    server = Server(argv, f"receiver-{status}", work)
+    try:
+        yield server.url + "/hooks"
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description="Run the sandbox benchmarks (DESIGN 9).")
+    parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run")
+    parser.add_argument("--warmup", type=int, default=2, help="seconds of warm-up run")
+    parser.add_argument("--runs", type=int, default=3, help="measured wrk runs per server")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=1, help="wrk threads")
+    parser.add_argument("--orders", type=int, default=100_000, help="orders held for RSS")
+    parser.add_argument("--lives", type=int, default=30, help="repeats of the advance timing")
+    parser.add_argument("--webhooks", type=int, default=2000, help="orders per webhook round")
+    parser.add_argument("--output", default=str(BENCH / "RESULTS.md"))
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    opts = parser.parse_args(args)
+    if not shutil.which("wrk"):
+        print("wrk not found: run bench/run.sh (installs it) or apt-get install wrk")
+        return 2
+    pin = placement()
+    params = WrkParams(opts.threads, opts.connections, opts.duration, opts.warmup, opts.runs)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    log(f"placement: {pin.note}")
+    watch = CpuWatch()
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:
+        work = Path(tmp)
+        log("HTTP: lookup, creation, token exchange (wrk) ...")
+        results["http"] = bench_http(pin, params, work, log)
+        log("process start to first answer ...")
+        results["start"] = bench_start(pin, work)
+        log(f"RSS with {opts.orders:,} orders ...")
+        plain = write_accounts(work / "accounts-plain.yaml")
+        results["rss"] = inproc(pin, "rss", {"accounts": str(plain), "orders": opts.orders})
+        log("advance through a life with failing webhooks ...")
+        with receiver(pin, 500, work) as url:
+            failing = write_accounts(work / "accounts-500.yaml", url)
+            life_args = {"accounts": str(failing), "repeats": opts.lives}
+            results["advance"] = inproc(pin, "advance", life_args)
+            server = Server(sandbox_argv(pin, failing), "sandbox-advance", work)
+            try:
+                results["advance_http"] = advance_over_http(server.url, opts.lives)
+            finally:
+                server.stop()
+        log("webhook deliveries per second ...")
+        with receiver(pin, 200, work) as url:
+            ok = write_accounts(work / "accounts-200.yaml", url)
+            hook_args = {"accounts": str(ok), "orders": opts.webhooks, "rounds": 3}
+            results["webhooks"] = inproc(pin, "webhooks", hook_args)
+    info = machine_info(pin.note, params.describe()) + [("other load", watch.describe())]
+    report, bars = render(results, info)
+    print(report)
+    if not opts.no_write:
+        Path(opts.output).write_text(report, encoding="utf-8")
+        log(f"written to {opts.output}")
+    return 0 if all(bars.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

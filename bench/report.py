@@ -1,0 +1,244 @@
+"""The benchmark report: the table against the bars of DESIGN section 9, the machine,
+and every individual run."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from inproc import LIFE_SECONDS
+
+REPO = Path(__file__).resolve().parent.parent
+
+# DESIGN section 9.
+BAR_LOOKUP_RATIO = 0.60
+BAR_CREATE_RATIO = 0.40
+BAR_START_S = 0.5
+BAR_RSS_MIB = 200.0
+BAR_ADVANCE_MS = 20.0
+
+
+def machine_info(placement: str, http_runs: str) -> list[tuple[str, str]]:
+    import aiohttp
+
+    model = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    wrk = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
+    wrk_version = (wrk.stdout or wrk.stderr).splitlines()[0].split(" [")[0]
+    commit = _git("rev-parse", "--short", "HEAD") or "unknown"
+    if _git("status", "--porcelain", "--untracked-files=no", "--", "mock_server"):
+        commit += " + uncommitted changes under mock_server/"
+    return [
+        ("date", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        ("CPU", model),
+        ("cores", f"{os.cpu_count()} (usable: {len(os.sched_getaffinity(0))})"),
+        ("kernel", f"{platform.system()} {platform.release()}"),
+        ("Python", f"{platform.python_version()} ({sys.executable})"),
+        ("aiohttp", aiohttp.__version__),
+        ("load generator", wrk_version),
+        ("code", commit),
+        ("placement", placement),
+        ("HTTP runs", http_runs),
+    ]
+
+
+def _git(*args: str) -> str:
+    with contextlib.suppress(OSError):
+        done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+        if done.returncode == 0:
+            return done.stdout.strip()
+    return ""
+
+
+def verdict(ok: bool) -> str:
+    return "**PASS**" if ok else "**FAIL**"
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, dict[str, bool]]:
+    rows: list[tuple[str, str, str, str, str, str]] = []
+    bars: dict[str, bool] = {}
+    for endpoint in results["http"]["endpoints"]:
+        sandbox_rps = endpoint.median("sandbox", "rps")
+        bare_rps = endpoint.median("bare", "rps")
+        ratio = endpoint.ratio
+        if endpoint.bar is not None:
+            ok = ratio >= endpoint.bar
+            bars[endpoint.title] = ok
+            bar, result = f"≥ {endpoint.bar:.0%} of bare", verdict(ok)
+        else:
+            bar, result = "—", "(no bar)"
+        rows.append(
+            (
+                f"{endpoint.title}: requests/s",
+                f"{sandbox_rps:,.0f}",
+                f"{bare_rps:,.0f}",
+                f"{ratio:.0%}",
+                bar,
+                result,
+            )
+        )
+        for label, attr in (("p50", "p50_ms"), ("p99", "p99_ms")):
+            s, b = endpoint.median("sandbox", attr), endpoint.median("bare", attr)
+            rows.append(
+                (f"{endpoint.title}: {label} latency", f"{s:.2f} ms", f"{b:.2f} ms",
+                 f"{s / b:.1f}×", "—", "")
+            )  # fmt: skip
+    start = results["start"]
+    start_s = statistics.median(start["sandbox"])
+    bars["process start to first answer"] = start_s <= BAR_START_S
+    rows.append(
+        (
+            "process start → first answered request (median of 5)",
+            ms(start_s),
+            ms(statistics.median(start["bare"])),
+            f"{start_s / statistics.median(start['bare']):.2f}×",
+            f"≤ {BAR_START_S * 1000:.0f} ms",
+            verdict(bars["process start to first answer"]),
+        )
+    )
+    rss = results["rss"]
+    for key, label in (("pending_mib", "pending"), ("settled_mib", "settled")):
+        ok = rss[key] <= BAR_RSS_MIB
+        bars[f"RSS {label}"] = ok
+        rows.append(
+            (
+                f"RSS holding {rss['orders']:,} orders, {label}",
+                f"{rss[key]:.0f} MiB",
+                "",
+                "",
+                f"≤ {BAR_RSS_MIB:.0f} MiB",
+                verdict(ok),
+            )
+        )
+    rows.append(("  RSS of the idle sandbox (before any order)", f"{rss['idle_mib']:.0f} MiB",
+                 "", "", "", ""))  # fmt: skip
+    life = results["advance"]
+    fresh = statistics.median(life["fresh_s"])
+    bars["advance through a life"] = fresh <= BAR_ADVANCE_MS / 1000
+    failures = sum(1 for a in life["attempts"] if a != 200)
+    rows.append(
+        (
+            f"`advance({LIFE_SECONDS:g} s)`: whole life, {failures} failed webhook attempts "
+            f"(in-process, fresh sandbox, median of {len(life['fresh_s'])})",
+            ms(fresh),
+            "",
+            "",
+            f"≤ {BAR_ADVANCE_MS:.0f} ms",
+            verdict(bars["advance through a life"]),
+        )
+    )
+    rows.append(("  same, one sandbox reused (pooled connection)",
+                 ms(statistics.median(life["warm_s"])), "", "", "", ""))  # fmt: skip
+    rows.append(("  same, first in a fresh process (one-off imports)", ms(life["first_s"]),
+                 "", "", "", ""))  # fmt: skip
+    over_http = results["advance_http"]
+    rows.append(("  same, over HTTP: `POST /_mock/clock/advance` to a server process",
+                 ms(statistics.median(over_http["warm_s"])), "", "", "", ""))  # fmt: skip
+    hooks = results["webhooks"]
+    per_s = statistics.median(r["per_s"] for r in hooks["rounds"])
+    rows.append(
+        (
+            f"webhook deliveries/s ({hooks['orders']:,} orders settling at once, "
+            f"receiver answers 200)",
+            f"{per_s:,.0f}/s",
+            "",
+            "",
+            "—",
+            "(no bar)",
+        )
+    )
+    header = ("measure", "sandbox", "bare aiohttp", "ratio", "bar (DESIGN 9)", "result")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    table = "\n".join(lines)
+    passed = sum(bars.values())
+    summary = f"{passed} of {len(bars)} bars met" + (
+        "" if all(bars.values()) else ": failing: " + ", ".join(k for k, v in bars.items() if not v)
+    )
+    machine = "\n".join(f"- **{k}**: {v}" for k, v in info)
+    details = render_details(results)
+    report = (
+        "# Benchmark results\n\n"
+        "Written by `bash bench/run.sh` (see bench/README.md); bars from DESIGN section 9.\n\n"
+        f"{machine}\n\n{table}\n\n{summary}.\n\n{details}\n"
+    )
+    return report, bars
+
+
+def render_details(results: dict[str, Any]) -> str:
+    out = [
+        "## Details",
+        "",
+        "Every measured wrk run: requests/s (p50/p99 ms, non-2xx + socket errors, share of a "
+        "core used by other processes meanwhile):",
+        "",
+    ]
+    for endpoint in results["http"]["endpoints"]:
+        for target in ("bare", "sandbox"):
+            runs = ", ".join(
+                f"{r.rps:,.0f} ({r.p50_ms:.2f}/{r.p99_ms:.2f}, {r.bad_status + r.socket_errors}, "
+                f"{r.other_load:.0%})"
+                for r in endpoint.runs[target]
+            )
+            out.append(f"- {endpoint.title}, {target}: {runs}")
+        if endpoint.retried:
+            out.append(f"  ({endpoint.retried} runs repeated: another process was busy)")
+    out += ["", "Response parity (sandbox vs bare app):", ""]
+    out += [f"- {note}" for note in results["http"]["parity"]]
+    start = results["start"]
+    out += ["", "Start-up runs (s), spawn to first 200 from `GET /_mock/health`:", ""]
+    out.append("- sandbox: " + ", ".join(f"{v:.3f}" for v in start["sandbox"]))
+    out.append("- bare aiohttp app: " + ", ".join(f"{v:.3f}" for v in start["bare"]))
+    out.append(
+        "- for reference, `python -c 'import aiohttp.web'` to exit: "
+        + ", ".join(f"{v:.3f}" for v in start["import"])
+    )
+    rss = results["rss"]
+    out += [
+        "",
+        f"RSS: after imports {rss['after_import_mib']:.1f} MiB, idle sandbox "
+        f"{rss['idle_mib']:.1f} MiB, {rss['orders']:,} pending {rss['pending_mib']:.1f} MiB, "
+        f"settled {rss['settled_mib']:.1f} MiB (statuses {', '.join(rss['statuses'])}), "
+        f"peak {rss['peak_mib']:.1f} MiB; creating them took {rss['create_s']:.1f} s "
+        f"({rss['orders'] / rss['create_s']:,.0f} orders/s in-process), settling "
+        f"{rss['settle_s']:.1f} s.",
+    ]
+    life, over_http = results["advance"], results["advance_http"]
+    out += [
+        "",
+        f"advance({LIFE_SECONDS:g} s), status codes of the attempts: {life['attempts']}.",
+        "",
+        "- fresh sandbox (ms): " + _ms_list(life["fresh_s"]),
+        "- one sandbox reused (ms): " + _ms_list(life["warm_s"]),
+        f"- first in a fresh process: {life['first_s'] * 1000:.1f} ms",
+        "- over HTTP (ms): "
+        + _ms_list(over_http["warm_s"])
+        + f" (first call in the process: {over_http['first_s'] * 1000:.1f})",
+    ]
+    hooks = results["webhooks"]
+    out += [
+        "",
+        "Webhook rounds: "
+        + ", ".join(f"{r['seconds']:.3f} s = {r['per_s']:,.0f}/s" for r in hooks["rounds"])
+        + " (each: settle the orders and deliver one webhook each, 100 at a time).",
+    ]
+    return "\n".join(out)
+
+
+def _ms_list(seconds: list[float]) -> str:
+    return ", ".join(f"{t * 1000:.1f}" for t in seconds)
