@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import json
 import math
 import os
@@ -21,7 +23,7 @@ from aiohttp import web
 from .clock import ClockError, parse_iso
 from .config import DEFAULT_PORT, Settings, load_startup
 from .domain.sandbox import StartupState
-from .logs import AccessLog, configure_logging
+from .logs import FLUSH_INTERVAL, AccessLog, LineSink, configure_logging
 from .sourcefile import ConfigError
 
 COMMANDS = ("serve", "validate", "catalog")
@@ -190,9 +192,11 @@ async def serve(settings: Settings, startup: StartupState) -> None:
     from .app import create_app
 
     app = create_app(settings, startup=startup)
+    access_lines = LineSink()
     runner = web.AppRunner(
         app,
         access_log_class=AccessLog,
+        access_log=access_lines,
         access_log_format=settings.log_format,
         handle_signals=False,
         shutdown_timeout=0.5,
@@ -208,12 +212,27 @@ async def serve(settings: Settings, startup: StartupState) -> None:
     host, port = runner.addresses[0][:2]
     print(f"listening on http://{_url_host(host)}:{port}", flush=True)
     print(banner(app, f"http://{_url_host(host)}:{port}"), flush=True)
+    _settle_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
+        access_lines.flush()
     await runner.cleanup()
+    access_lines.flush()
+
+
+def _settle_garbage_collector() -> None:
+    """Everything built at start-up lives as long as the process: move it out of the
+    collector's way, and collect the young generation less often. Orders hold no
+    reference cycles, so refcounting frees them; without this, full collections over
+    100,000 live orders stalled order creation for up to 200 ms."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 1000)
 
 
 def _url_host(host: str) -> str:

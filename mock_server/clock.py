@@ -13,6 +13,7 @@ the microsecond grid (`quantize`): ten advances of 0.1 s land exactly on the job
 
 from __future__ import annotations
 
+import functools
 import time
 from datetime import UTC, datetime
 
@@ -128,8 +129,12 @@ def make_clock(mode: str, *, start: float | None = None, time_scale: float = 1.0
     raise ClockError(f"unknown clock mode {mode!r}: expected 'real' or 'manual'")
 
 
+@functools.lru_cache(maxsize=16384)
 def iso(ts: float) -> str:
-    """Render a virtual time as ISO 8601 UTC with milliseconds and a trailing Z."""
+    """Render a virtual time as ISO 8601 UTC with milliseconds and a trailing Z.
+
+    Memoised: an order's timestamps are rendered on every read, and `strftime` was a
+    twelfth of a lookup's cost."""
     moment = datetime.fromtimestamp(round(ts, 3), UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 

@@ -45,7 +45,7 @@ class Job:
     due: float
     seq: int
     owner: str = field(compare=False)
-    label: str = field(compare=False)
+    label: str | tuple[Any, ...] = field(compare=False)  # a tuple is joined only if shown
     action: Action = field(compare=False, repr=False)
     cancelled: bool = field(default=False, compare=False)
 
@@ -66,13 +66,17 @@ class Scheduler:
 
     # -- scheduling -------------------------------------------------------------------
 
-    def call_at(self, due: float, action: Action, *, owner: str, label: str = "") -> Job:
+    def call_at(
+        self, due: float, action: Action, *, owner: str, label: str | tuple[Any, ...] = ""
+    ) -> Job:
         job = Job(quantize(due), next(self._seq), owner, label, action)
         heapq.heappush(self._heap, job)
         self._wakeup.set()
         return job
 
-    def call_later(self, delay: float, action: Action, *, owner: str, label: str = "") -> Job:
+    def call_later(
+        self, delay: float, action: Action, *, owner: str, label: str | tuple[Any, ...] = ""
+    ) -> Job:
         return self.call_at(self.clock.now() + delay, action, owner=owner, label=label)
 
     def pending(self) -> int:
@@ -138,19 +142,21 @@ class Scheduler:
             if not self._heap or self._heap[0].due > target:
                 return
             due = self._heap[0].due
-            batch: list[Job] = []
+            self.clock.move_to(max(due, self.clock.now()))
+            # Jobs due together run one by one as they are popped (each may schedule the
+            # next step of its order), and only the I/O they return is held for the
+            # batch: keeping the popped jobs alive too doubled peak memory at scale.
+            pending_io: list[tuple[Awaitable[Any], Job]] = []
             while self._heap and self._heap[0].due == due:
                 job = heapq.heappop(self._heap)
-                if not job.cancelled:
-                    batch.append(job)
-            self.clock.move_to(max(due, self.clock.now()))
-            awaitables = [aw for job in batch if (aw := self._start(job)) is not None]
-            if not awaitables:
+                if not job.cancelled and (started := self._start(job)) is not None:
+                    pending_io.append(started)
+            if not pending_io:
                 continue
             if await_io:
-                await asyncio.gather(*(self._bounded(aw, job) for aw, job in awaitables))
+                await asyncio.gather(*(self._bounded(aw, job) for aw, job in pending_io))
             else:
-                for aw, job in awaitables:
+                for aw, job in pending_io:
                     task = asyncio.ensure_future(self._bounded(aw, job))
                     self._background.add(task)
                     task.add_done_callback(self._background.discard)
@@ -173,10 +179,11 @@ class Scheduler:
                 self._record_failure(job, exc)
 
     def _record_failure(self, job: Job, exc: BaseException) -> None:
-        log.error("scheduled job %s failed", job.label or job.seq, exc_info=exc)
+        label = job.label if isinstance(job.label, str) else " ".join(map(str, job.label))
+        log.error("scheduled job %s failed", label or job.seq, exc_info=exc)
         self.failures.append(
             {
-                "job": job.label,
+                "job": label,
                 "owner": job.owner,
                 "due": iso(job.due),
                 "error": "".join(traceback.format_exception_only(exc)).strip(),

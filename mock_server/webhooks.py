@@ -105,7 +105,7 @@ class WebhookSender:
             at,
             partial(self._attempt, delivery),
             owner=delivery.account_id,
-            label=f"webhook {delivery.id} attempt {len(delivery.attempts) + 1}",
+            label=("webhook", delivery.id, "attempt", len(delivery.attempts) + 1),
         )
 
     async def _attempt(self, delivery: Delivery, *, manual: bool = False) -> None:

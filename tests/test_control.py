@@ -141,3 +141,13 @@ async def test_jobs_counts_what_waits_on_the_clock(merchant):
     await merchant.create({"item_id": 1001})
     jobs = await (await merchant.client.get("/_mock/jobs")).json()
     assert jobs == {"pending": 1, "failures": []}
+
+
+async def test_lookup_after_reset_never_shows_the_previous_order_with_that_id(merchant):
+    _, first = await merchant.create({"item_id": 1001})
+    assert (await merchant.order(first["id"]))["item"] == 1001  # rendered once
+    await merchant.client.post("/_mock/reset")
+    again = await login(merchant.client)
+    _, second = await again.create({"item_id": 3001, "fields": {"riot_id": "a", "region": 1}})
+    assert second["id"] == first["id"], "same seed, same id"
+    assert (await again.order(second["id"]))["item"] == 3001

@@ -109,3 +109,22 @@ def dumps(data: Any) -> str:
 
 def json_response(data: Any, status: int = 200) -> web.Response:
     return web.Response(text=dumps(data), status=status, content_type="application/json")
+
+
+class OrderRenderings:
+    """The JSON of recently read orders, reused while the same order object keeps its
+    `version` (a reset makes new orders that may reuse ids and version numbers)."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._bodies: dict[str, tuple[Any, int, bytes]] = {}
+
+    def response(self, order: Any) -> web.Response:
+        cached = self._bodies.get(order.id)
+        if cached is None or cached[0] is not order or cached[1] != order.version:
+            if len(self._bodies) >= self.LIMIT:
+                self._bodies.clear()
+            cached = (order, order.version, dumps(order.to_json()).encode("utf-8"))
+            self._bodies[order.id] = cached
+        return web.Response(body=cached[2], content_type="application/json", charset="utf-8")

@@ -12,10 +12,11 @@ from ..domain.accounts import Account
 from ..domain.sandbox import Sandbox
 from ..errors import ApiError, TokenError
 from ..webhooks import WebhookSender
-from .jsonio import json_response, read_json, read_object
+from .jsonio import OrderRenderings, json_response, read_json, read_object
 
 SANDBOX = web.AppKey("sandbox", Sandbox)
 WEBHOOKS = web.AppKey("webhooks", WebhookSender)
+RENDERINGS = web.AppKey("renderings", OrderRenderings)
 PREFIXES = ("/api/v1", "/v1")
 SCENARIO_HEADER = "X-Mock-Scenario"
 
@@ -59,7 +60,7 @@ async def create_order(request: web.Request) -> web.Response:
 async def get_order(request: web.Request) -> web.Response:
     sandbox = _sandbox(request)
     order = sandbox.get_order(_account(request), request.match_info["order_id"])
-    return json_response(order.to_json())
+    return request.app[RENDERINGS].response(order)
 
 
 async def submit_client_code(request: web.Request) -> web.Response:
@@ -76,6 +77,7 @@ async def update_plant(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
+    app[RENDERINGS] = OrderRenderings()
     for prefix in PREFIXES:
         app.router.add_post(f"{prefix}/auth/token/client", exchange_token)
         app.router.add_get(f"{prefix}/account/balance", read_balance)

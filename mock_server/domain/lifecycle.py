@@ -52,7 +52,7 @@ class Lifecycle:
             step.after,
             partial(self._run, order, index),
             owner=order.account_id,
-            label=f"order {order.id} step {index + 1} ({step.status})",
+            label=("order", order.id, "step", index + 1, step.status),
         )
 
     def _run(self, order: Order, index: int) -> None:

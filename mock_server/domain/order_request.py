@@ -8,8 +8,10 @@ says what to change. Nothing here touches state.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import validation_error
@@ -17,6 +19,8 @@ from .catalog import Catalog, InputField, Item
 from .money import cents_from_major
 
 MAX_MERCHANT_ORDER_ID = 255
+#: The `fields` of every key order: one shared, read-only empty mapping.
+NO_FIELDS: Mapping[str, str] = MappingProxyType({})
 Quantity = int | Decimal
 
 
@@ -24,7 +28,7 @@ Quantity = int | Decimal
 class OrderRequest:
     item: Item
     quantity: Quantity
-    fields: dict[str, str]  # display values, as the order shows them
+    fields: Mapping[str, str]  # display values, as the order shows them
     merchant_order_id: str | None
     price_guard: int | None  # cents
 
@@ -109,7 +113,7 @@ def _fields(body: dict[str, Any], item: Item) -> dict[str, str]:
     if item.product_type == "key":
         if raw not in (None, {}):
             raise validation_error("key items take no fields: omit 'fields' or send {}")
-        return {}
+        return NO_FIELDS
     if raw is None:
         names = ", ".join(f.name for f in item.fields)
         raise validation_error(f"fields is required for {item.product_type} items ({names})")

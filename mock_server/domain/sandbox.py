@@ -142,8 +142,8 @@ class Sandbox:
         forced = self._named_scenario(scenario_name) if scenario_name is not None else None
         request = parse_order_request(body, self.state.catalog)
         ref = request.merchant_order_id
-        if ref is not None and (account.id, ref) in self.state.orders_by_merchant_ref:
-            existing = self.state.orders_by_merchant_ref[(account.id, ref)]
+        existing = self.state.order_id_for_ref(account.id, ref) if ref is not None else None
+        if existing is not None:
             raise validation_error(
                 f"merchant_order_id {ref!r} was already used by order {existing}"
             )
@@ -352,10 +352,11 @@ class Sandbox:
             scenario=scenario,
             webhook=_initial_webhook() if account.webhook_url else None,
         )
-        order.history.append(("pending", now))
+        order.history += ("pending", now)
         self.state.orders[order.id] = order
         if order.merchant_order_id is not None:
-            self.state.orders_by_merchant_ref[(account.id, order.merchant_order_id)] = order.id
+            refs = self.state.orders_by_merchant_ref.setdefault(account.id, {})
+            refs[order.merchant_order_id] = order.id
         self.state.ledger.charge(account, charge, order.id, now)
         self.lifecycle.start(order)
         return order

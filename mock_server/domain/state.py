@@ -27,7 +27,9 @@ class State:
     accounts: dict[str, Account] = field(default_factory=dict)
     account_by_key: dict[str, str] = field(default_factory=dict)
     orders: dict[str, Order] = field(default_factory=dict)
-    orders_by_merchant_ref: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: account id -> merchant_order_id -> order id (per account: refs are unique per
+    #: account, and a tuple key per order cost 56 bytes more).
+    orders_by_merchant_ref: dict[str, dict[str, str]] = field(default_factory=dict)
     ledger: Ledger = field(default_factory=Ledger)
     tokens: Tokens = field(default_factory=Tokens)
     plants: Plants = field(default_factory=Plants)
@@ -47,6 +49,9 @@ class State:
     def now(self, account_id: str | None = None) -> float:
         """Virtual time as seen by an account (one clock today; per-account later)."""
         return self.clock.now()
+
+    def order_id_for_ref(self, account_id: str, merchant_order_id: str) -> str | None:
+        return self.orders_by_merchant_ref.get(account_id, {}).get(merchant_order_id)
 
     def add_account(self, account: Account) -> None:
         self.accounts[account.id] = account

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 TOKEN_LIFETIME = 2 * 3600.0
@@ -15,13 +16,21 @@ class Grant:
 
 
 class Tokens:
+    """Live grants by token. Grants are issued in time order with one lifetime, so they
+    also expire in that order: a queue lets each issue drop the expired ones from its
+    front in O(1) amortised, whatever the number of live tokens."""
+
     def __init__(self) -> None:
         self._grants: dict[str, Grant] = {}
+        self._by_expiry: deque[tuple[float, str]] = deque()
 
     def issue(self, token: str, account_id: str, api_key: str, now: float) -> None:
-        self._grants[token] = Grant(account_id, api_key, now + TOKEN_LIFETIME)
-        if len(self._grants) > 10_000:
-            self._forget_expired(now)
+        grant = Grant(account_id, api_key, now + TOKEN_LIFETIME)
+        self._grants[token] = grant
+        self._by_expiry.append((grant.expires_at, token))
+        while self._by_expiry and self._by_expiry[0][0] <= now:
+            _, expired = self._by_expiry.popleft()
+            self._grants.pop(expired, None)
 
     def lookup(self, token: str, now: float) -> Grant | None:
         """The live grant for `token`, or None when unknown or expired."""
@@ -29,7 +38,3 @@ class Tokens:
         if grant is None or now >= grant.expires_at:
             return None
         return grant
-
-    def _forget_expired(self, now: float) -> None:
-        for token in [t for t, g in self._grants.items() if now >= g.expires_at]:
-            del self._grants[token]
