@@ -63,7 +63,7 @@ class WebhookSender:
         state = self._sandbox.state
         account = state.accounts.get(order.account_id)
         if order.source != "api" or account is None or not account.webhook_url:
-            order.webhook = None
+            order.set_webhook(None)
             return
         chaos = chaos or WebhookChaos()
         body = event_body(order)
@@ -76,7 +76,7 @@ class WebhookSender:
             first = state.now(order.account_id) + chaos.delay
             for delivery in copies:
                 self._schedule(delivery, first)
-        order.webhook = primary.order_view()
+        order.set_webhook(primary.order_view())
 
     async def redeliver(self, delivery: Delivery) -> Delivery:
         """Send a delivery once more, now, whatever its status. A manual attempt does not
@@ -135,7 +135,7 @@ class WebhookSender:
         if delivery.copy == 0:
             order = state.orders.get(delivery.order_id)
             if order is not None:
-                order.webhook = delivery.order_view()
+                order.set_webhook(delivery.order_view())
         if not manual and delivery.next_attempt_at is not None:
             self._schedule(delivery, delivery.next_attempt_at)
 

@@ -11,6 +11,7 @@ import json
 from decimal import Decimal
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from ..errors import validation_error
@@ -24,6 +25,10 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_EXACT = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant)
+_FLOATS = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_json(raw: bytes, *, exact: bool = True) -> Any:
     """Parse a request body; any problem is a 400 `validation_error`. `exact` keeps
     fractions as `Decimal` (money and quantities); configuration documents take floats,
@@ -33,9 +38,7 @@ def parse_json(raw: bytes, *, exact: bool = True) -> Any:
     except UnicodeDecodeError as exc:
         raise validation_error("The request body is not valid UTF-8") from exc
     try:
-        data = json.loads(
-            text, parse_float=Decimal if exact else float, parse_constant=_reject_constant
-        )
+        data = (_EXACT if exact else _FLOATS).decode(text)
     except json.JSONDecodeError as exc:
         raise validation_error(
             f"Malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -103,12 +106,15 @@ def _default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=_default)
+def dumps(data: Any) -> bytes:
+    """Compact UTF-8 JSON (orjson: encoding was a tenth of a request's cost)."""
+    return orjson.dumps(data, default=_default)
 
 
 def json_response(data: Any, status: int = 200) -> web.Response:
-    return web.Response(text=dumps(data), status=status, content_type="application/json")
+    return web.Response(
+        body=dumps(data), status=status, content_type="application/json", charset="utf-8"
+    )
 
 
 class OrderRenderings:
@@ -120,11 +126,13 @@ class OrderRenderings:
     def __init__(self) -> None:
         self._bodies: dict[str, tuple[Any, int, bytes]] = {}
 
-    def response(self, order: Any) -> web.Response:
+    def response(self, order: Any, status: int = 200) -> web.Response:
         cached = self._bodies.get(order.id)
         if cached is None or cached[0] is not order or cached[1] != order.version:
             if len(self._bodies) >= self.LIMIT:
                 self._bodies.clear()
-            cached = (order, order.version, dumps(order.to_json()).encode("utf-8"))
+            cached = (order, order.version, dumps(order.to_json()))
             self._bodies[order.id] = cached
-        return web.Response(body=cached[2], content_type="application/json", charset="utf-8")
+        return web.Response(
+            body=cached[2], status=status, content_type="application/json", charset="utf-8"
+        )

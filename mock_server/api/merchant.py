@@ -54,7 +54,7 @@ async def create_order(request: web.Request) -> web.Response:
     account = _account(request)
     body = await read_json(request)
     order = sandbox.create_order(account, body, scenario_name=request.headers.get(SCENARIO_HEADER))
-    return json_response(order.to_json(), status=201)
+    return request.app[RENDERINGS].response(order, status=201)
 
 
 async def get_order(request: web.Request) -> web.Response:

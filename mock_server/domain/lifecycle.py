@@ -102,9 +102,9 @@ class Lifecycle:
         order.error_message = outcome.error_message
         if order.product_type == "key":
             order.codes = self._state.randomness.codes(int(outcome.delivered))
-        order.move_to(outcome.status, now)
         if outcome.status == "completed":
             order.completed_at = now
+        order.move_to(outcome.status, now)  # last: it publishes the change (version)
         account = self._state.accounts.get(order.account_id)
         if account is not None:
             self._state.ledger.refund(account, outcome.refund, order.id, now)

@@ -19,10 +19,6 @@ STATUSES = ("pending", "processing", "need_client_code", "completed", "partial",
 Quantity = int | Decimal
 
 
-#: Order fields that no response shows: changing them leaves `version` alone.
-_INTERNAL_FIELDS = frozenset({"timer", "next_step", "expected_code", "version", "history"})
-
-
 class TransitionError(RuntimeError):
     """A status change the spec forbids: a bug in the engine, never the caller's fault."""
 
@@ -57,14 +53,15 @@ class Order:
     next_step: int = 0
     expected_code: str | None = None
     timer: Job | None = None
-    #: Bumped by every change to a field the merchant sees, so a rendering of the order
-    #: can be reused until the order changes (lookups are the hottest call).
+    #: Bumped by every change the merchant can see, so a rendering of the order can be
+    #: reused until the order changes (lookups are the hottest call). Visible fields
+    #: change only through `move_to` (settlement sets its fields just before) and
+    #: `set_webhook`.
     version: int = 0
 
-    def __setattr__(self, name: str, value: object) -> None:
-        object.__setattr__(self, name, value)
-        if name not in _INTERNAL_FIELDS:
-            object.__setattr__(self, "version", getattr(self, "version", 0) + 1)
+    def set_webhook(self, view: dict[str, Any] | None) -> None:
+        self.webhook = view
+        self.version += 1
 
     @property
     def terminal(self) -> bool:
@@ -81,6 +78,7 @@ class Order:
             raise TransitionError("need_client_code is left only for processing")
         self.history += (status, at)
         self.status = status
+        self.version += 1
 
     def to_json(self) -> dict[str, Any]:
         return {

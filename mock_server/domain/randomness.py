@@ -8,7 +8,6 @@ built on first use because building it costs more than the rest of start-up.
 from __future__ import annotations
 
 import random
-import uuid
 from typing import Any
 
 _CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes get typed by hand
@@ -23,7 +22,13 @@ class Randomness:
         self._codes: Any = None
 
     def uuid(self) -> str:
-        return str(uuid.UUID(int=self._ids.getrandbits(128), version=4))
+        """A version-4 UUID string from the seeded stream (formatted by hand: building a
+        `uuid.UUID` only to print it cost more than the rest of making an id)."""
+        bits = self._ids.getrandbits(128)
+        bits = (bits & ~(0xF000 << 64)) | (4 << 76)  # version 4
+        bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)  # RFC 4122 variant
+        h = f"{bits:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def token(self) -> str:
         return f"{self._tokens.getrandbits(256):064x}"
