@@ -14,6 +14,28 @@ from mock_server.config import Settings
 START = "2026-01-01T00:00:00Z"
 START_TS = parse_iso(START)
 BASE_SETTINGS = Settings(clock="manual", seed=42, start_time=START_TS)
+#: The order's fields, in the order of spec section 2.1.
+SPEC_ORDER_FIELDS = (
+    "id",
+    "item",
+    "item_name",
+    "item_product_type",
+    "quantity",
+    "delivered_quantity",
+    "price",
+    "refund_amount",
+    "fields",
+    "status",
+    "error",
+    "error_message",
+    "codes",
+    "merchant_order_id",
+    "source",
+    "created_by",
+    "created_at",
+    "completed_at",
+    "webhook",
+)
 #: The built-in scenarios DESIGN section 6 promises, in its order.
 BUILTIN_SCENARIOS = (
     "happy_path",

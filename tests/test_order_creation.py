@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from mock_server.clock import parse_iso
-from tests.conftest import START_TS, Merchant, login
+from tests.conftest import SPEC_ORDER_FIELDS, START_TS, Merchant, login
 
 # -- catalog items used here (mock_server/data/catalog.json) ---------------------------------
 
@@ -33,27 +33,7 @@ BOOST_FIELDS = {"riot_id": "Player#EUW", "region": 1}
 
 ORDERS = "/api/v1/orders"
 PREFIXES = ["/api/v1", "/v1"]
-ORDER_FIELDS = {
-    "id",
-    "item",
-    "item_name",
-    "item_product_type",
-    "quantity",
-    "delivered_quantity",
-    "price",
-    "refund_amount",
-    "fields",
-    "status",
-    "error",
-    "error_message",
-    "codes",
-    "merchant_order_id",
-    "source",
-    "created_by",
-    "created_at",
-    "completed_at",
-    "webhook",
-}
+ORDER_FIELDS = set(SPEC_ORDER_FIELDS)
 
 
 # -- helpers -----------------------------------------------------------------------------------
