@@ -1,0 +1,52 @@
+"""The real clock (`--clock real`, the CLI default): virtual time follows wall time,
+`--time-scale` times faster, and due work runs by itself. The one place tests wait on
+wall time, by necessity; a large time scale keeps each wait to milliseconds."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tests.conftest import login
+
+SCALE = 2000.0  # an order's 3-second happy path takes 1.5 ms
+
+
+async def _until(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        assert time.monotonic() < deadline, "the real clock did not get there"
+        await asyncio.sleep(0.005)
+
+
+async def test_orders_settle_by_themselves_under_a_real_clock(make_client):
+    merchant = await login(await make_client(clock="real", time_scale=SCALE, start_time=None))
+    status, order = await merchant.create({"item_id": 1001, "quantity": 2})
+    assert status == 201
+
+    async def completed() -> bool:
+        return (await merchant.order(order["id"]))["status"] == "completed"
+
+    await _until(completed)
+    settled = await merchant.order(order["id"])
+    assert len(settled["codes"]) == 2
+    clock = await (await merchant.client.get("/_mock/clock")).json()
+    assert clock["mode"] == "real" and clock["time_scale"] == SCALE
+
+
+async def test_advance_jumps_a_real_clock_forward_and_runs_what_falls_due(make_client):
+    merchant = await login(await make_client(clock="real", time_scale=1.0, start_time=None))
+    _, order = await merchant.create({"item_id": 1001}, **{"X-Mock-Scenario": "slow_fulfillment"})
+    await merchant.advance(400)  # 330 s of fulfillment, no waiting
+    assert (await merchant.order(order["id"]))["status"] == "completed"
+
+
+async def test_a_job_scheduled_while_the_loop_sleeps_wakes_it(make_client):
+    merchant = await login(await make_client(clock="real", time_scale=SCALE, start_time=None))
+    await asyncio.sleep(0.05)  # the scheduler loop is idle, waiting for work
+    _, order = await merchant.create({"item_id": 1001})
+
+    async def completed() -> bool:
+        return (await merchant.order(order["id"]))["status"] == "completed"
+
+    await _until(completed)
