@@ -151,3 +151,16 @@ async def test_lookup_after_reset_never_shows_the_previous_order_with_that_id(me
     _, second = await again.create({"item_id": 3001, "fields": {"riot_id": "a", "region": 1}})
     assert second["id"] == first["id"], "same seed, same id"
     assert (await again.order(second["id"]))["item"] == 3001
+
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 2**70])
+async def test_reset_refuses_seeds_beyond_63_bits(client, seed):
+    response = await client.post("/_mock/reset", json={"seed": seed})
+    assert response.status == 400
+    assert (await response.json())["code"] == "validation_error"
+
+
+async def test_reset_accepts_the_largest_seed_and_shows_it(client):
+    response = await client.post("/_mock/reset", json={"seed": 2**63 - 1})
+    assert response.status == 200
+    assert (await response.json())["seed"] == 2**63 - 1

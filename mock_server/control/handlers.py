@@ -17,6 +17,7 @@ from ..api.merchant import SANDBOX, WEBHOOKS
 from ..clock import ClockError, parse_iso
 from ..domain.deliveries import Delivery
 from ..domain.orders import Order
+from ..domain.randomness import MAX_SEED
 from ..errors import validation_error
 
 
@@ -27,8 +28,10 @@ async def health(request: web.Request) -> web.Response:
 async def reset(request: web.Request) -> web.Response:
     body = await read_object(request, required=False)
     seed = body.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise validation_error("seed must be an integer")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED
+    ):
+        raise validation_error(f"seed must be an integer from 0 to {MAX_SEED}")
     start_time = body.get("start_time")
     if start_time is not None:
         if not isinstance(start_time, str):

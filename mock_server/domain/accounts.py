@@ -15,6 +15,8 @@ from typing import Any
 from ..sourcefile import ConfigError, read_file, where
 from .money import cents_from_major
 
+#: Ten trillion in major units: far beyond any test, still exact as a float.
+MAX_BALANCE_CENTS = 10**15
 DEFAULT_SIGNATURE_HEADERS = ("X-Webhook-Signature", "X-Signature")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
@@ -165,8 +167,8 @@ def _parse_account(record: Any) -> AccountSpec:
         balance = to_cents(record.get("balance", 0))
     except ValueError as exc:
         raise _AccountProblem(f"'balance' {exc}", "balance") from exc
-    if balance < 0:
-        raise _AccountProblem("'balance' must be >= 0", "balance")
+    if not 0 <= balance <= MAX_BALANCE_CENTS:
+        raise _AccountProblem(f"'balance' must be 0 to {MAX_BALANCE_CENTS // 100}", "balance")
     subscribed = record.get("has_active_subscription", False)
     if not isinstance(subscribed, bool):
         raise _AccountProblem(

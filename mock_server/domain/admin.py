@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import already_exists, not_found, validation_error
 from ..sourcefile import ConfigError
-from .accounts import Account, AccountSpec, parse_accounts, to_cents
+from .accounts import MAX_BALANCE_CENTS, Account, AccountSpec, parse_accounts, to_cents
 from .catalog import Catalog, Item, parse_catalog
 from .ledger import Ledger
 from .money import major
@@ -105,8 +105,8 @@ def patch_account(state: State, account_id: str, body: dict[str, Any]) -> Accoun
             balance = to_cents(body["balance"])
         except ValueError as exc:
             raise validation_error(f"balance {exc}") from exc
-        if balance < 0:
-            raise validation_error("balance must be >= 0")
+        if not 0 <= balance <= MAX_BALANCE_CENTS:
+            raise validation_error(f"balance must be 0 to {MAX_BALANCE_CENTS // 100}")
     spec = _spec_from_body(probe)
     if "balance" in body:
         state.ledger.adjust(account, balance, state.now(account.id))

@@ -16,6 +16,8 @@ from typing import Any
 from ..sourcefile import ConfigError, read_file, where
 
 PRODUCT_TYPES = ("key", "topup", "service")
+#: Ids, cents and stock stay exact in every JSON client (2**53 - 1).
+LARGEST_INT = 2**53 - 1
 FIELD_TYPES = ("text", "choice")
 _KNOWN_KEYS = {
     "id",
@@ -177,6 +179,8 @@ def _int(record: dict[str, Any], key: str, *, minimum: int = 0, default: Any = .
         raise _ItemProblem(f"'{key}' must be an integer, got {value!r}", key)
     if value < minimum:
         raise _ItemProblem(f"'{key}' must be >= {minimum}, got {value}", key)
+    if value > LARGEST_INT:
+        raise _ItemProblem(f"'{key}' must be <= {LARGEST_INT}, got {value}", key)
     return value
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+#: Seeds are 63-bit: any JSON client can send and read them back exactly.
+MAX_SEED = 2**63 - 1
 _CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes get typed by hand
 _CODE_FORMAT = "?????-?????-?????"
 

@@ -239,9 +239,9 @@ class Sandbox:
         if account_id is not None and account_id not in self.state.accounts:
             raise not_found(f"Account {account_id} not found")
         if count is not None and (
-            isinstance(count, bool) or not isinstance(count, int) or count < 1
+            isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 10**6
         ):
-            raise validation_error("count must be an integer >= 1, or null for every order")
+            raise validation_error("count must be an integer 1 to 1000000, or null for every order")
         if not isinstance(replace, bool):
             raise validation_error("replace must be true or false")
         if replace:

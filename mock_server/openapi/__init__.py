@@ -1,0 +1,17 @@
+"""The OpenAPI 3.1 document (`GET /openapi.json`) and the docs page (`GET /docs`).
+
+The document describes the merchant API as the spec defines it, under both path
+prefixes, the plant demo and the control API under `/_mock`. Its schemas are exact:
+every field the sandbox writes, nullable ones as type arrays, objects closed with
+`additionalProperties: false` where the sandbox's shape is fixed, so a fuzzer can hold
+every response to them. `tests/test_openapi.py` keeps it true: every route the app
+serves is documented, every documented route is served, and real responses validate.
+
+The page is three static files in `data/docs/`, served by the sandbox itself (no CDN:
+it must work offline). It reads this document and can send requests ("try it").
+"""
+
+from .document import build_openapi
+from .serve import DOCUMENT_PATHS, add_routes, serve_docs_file, serve_openapi
+
+__all__ = ["DOCUMENT_PATHS", "add_routes", "build_openapi", "serve_docs_file", "serve_openapi"]

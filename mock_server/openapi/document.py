@@ -1,0 +1,137 @@
+"""The whole document: info, tags, paths, webhooks and components put together."""
+
+from __future__ import annotations
+
+import functools
+from importlib import metadata
+from typing import Any
+
+from ..api.merchant import PREFIXES, SCENARIO_HEADER
+from ..api.middleware import HEALTH_PATH
+from ..domain.accounts import DEFAULT_SIGNATURE_HEADERS
+from ..domain.deliveries import MAX_ATTEMPTS, RETRY_INTERVAL
+from .control import (
+    _control_accounts,
+    _control_basics,
+    _control_catalog,
+    _control_inspection,
+    _control_scenarios,
+)
+from .merchant import _merchant_paths, _plant_paths
+from .schema_helpers import body, ref, string
+from .schemas import _responses, _schemas
+
+# -- the document -----------------------------------------------------------------------------
+
+TAGS = [
+    ("Authentication", "Token exchange (spec 4.1, 5)."),
+    ("Account", "Balance and account read (spec 4.2, 4.4)."),
+    ("Orders", "Order placement, lookup and client codes (spec 4.3-4.5)."),
+    ("Plant demo", "The separate plant demo operation (spec 4.6)."),
+    ("Control: health and reset", "Mock-only control API (`/_mock`)."),
+    ("Control: clock", "The virtual clock."),
+    ("Control: accounts", "Accounts, API keys and ledgers."),
+    ("Control: catalog", "The catalog snapshot."),
+    ("Control: scenarios", "Fulfillment scripts and the queue."),
+    ("Control: orders", "Every order, with history."),
+    ("Control: webhooks", "Webhook deliveries and their attempts."),
+    ("Control: faults", "Faults injected into the merchant API."),
+    ("Control: request journal", "The merchant API calls answered."),
+]
+
+DESCRIPTION = f"""\
+A high-fidelity sandbox of the digital-goods ordering service.
+
+**Merchant API** (spec section 4): every operation is served under `{PREFIXES[0]}` and,
+identically, under `{PREFIXES[1]}` (operationIds of the second carry a `V1` suffix).
+Everything but the token exchange and the plant demo needs
+`Authorization: Bearer <access token>`.
+Errors use the envelope `{{"detail", "code"}}`: branch on `code`. The token endpoint
+answers `{{"error"}}` instead. Any path not listed here is 404 `not_found`; a listed path
+called with another method is 405 `method_not_allowed` with an `Allow` header; a body
+over 1 MiB is 413 `payload_too_large`. A 4xx means nothing was created or charged.
+
+**Control API** (`/_mock`, mock-only): sets up and inspects the sandbox. Open unless the
+sandbox runs with `--admin-token`, then it needs `Authorization: Bearer <admin token>`
+(except `{HEALTH_PATH}`). The `{SCENARIO_HEADER}` header on order creation is the only
+other mock-only addition.
+
+Every answer carries CORS headers. Where the spec is silent, `docs/fidelity.md` says
+what the sandbox chose.
+"""
+
+
+def _webhooks() -> dict[str, Any]:
+    signature = {
+        "schema": string(pattern="^sha256=[0-9a-f]{64}$"),
+        "description": "HMAC-SHA256 of the raw body with the account's `whsec_` secret.",
+    }
+    retries = MAX_ATTEMPTS - 1
+    return {
+        "orderResult": {
+            "post": {
+                "operationId": "orderResultWebhook",
+                "summary": "Order-result event",
+                "description": "Sent to the account's webhook URL when an API-placed order "
+                f"settles (spec 6). Only 200 is a success; otherwise up to {retries} "
+                f"retries, {RETRY_INTERVAL:g} s apart (virtual clock). Dedupe on `order_id`.",
+                "tags": ["Orders"],
+                "parameters": [
+                    {"name": name, "in": "header", "required": False, **signature}
+                    for name in DEFAULT_SIGNATURE_HEADERS
+                ],
+                "requestBody": body(ref("OrderEvent")),
+                "responses": {"200": {"description": "Received."}},
+            }
+        }
+    }
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ordering-sandbox")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+@functools.cache
+def build_openapi() -> dict[str, Any]:
+    """The whole document (built once; treat it as read-only)."""
+    paths = (
+        _merchant_paths()
+        | _plant_paths()
+        | _control_basics()
+        | _control_accounts()
+        | _control_catalog()
+        | _control_scenarios()
+        | _control_inspection()
+    )
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Ordering sandbox",
+            "version": _version(),
+            "description": DESCRIPTION,
+            "license": {"name": "MIT", "identifier": "MIT"},
+        },
+        "servers": [{"url": "/", "description": "This sandbox"}],
+        "tags": [{"name": name, "description": text} for name, text in TAGS],
+        "paths": paths,
+        "webhooks": _webhooks(),
+        "components": {
+            "schemas": _schemas(),
+            "responses": _responses(),
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An access token from the token exchange.",
+                },
+                "adminToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The `--admin-token`; needed only when one is set.",
+                },
+            },
+        },
+    }
