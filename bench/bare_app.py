@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 from typing import Any
 
 from aiohttp import web
+from serving import serve_until_signalled
 
 
 def _dumps(data: Any) -> str:
@@ -52,17 +52,7 @@ def build_app(bodies: dict[str, Any]) -> web.Application:
 
 
 async def serve(bodies: dict[str, Any], host: str, port: int) -> None:
-    runner = web.AppRunner(build_app(bodies), access_log=None, handle_signals=False)
-    await runner.setup()
-    await web.TCPSite(runner, host, port).start()
-    bound = runner.addresses[0][1]
-    print(f"listening on http://{host}:{bound}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await runner.cleanup()
+    await serve_until_signalled(build_app(bodies), host, port)
 
 
 def main() -> None:

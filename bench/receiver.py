@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 
 from aiohttp import web
+from serving import serve_until_signalled
 
 
 async def serve(status: int, host: str, port: int) -> None:
@@ -31,16 +31,7 @@ async def serve(status: int, host: str, port: int) -> None:
     app = web.Application()
     app.router.add_post("/hooks", hook)
     app.router.add_get("/count", count)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    await web.TCPSite(runner, host, port).start()
-    print(f"listening on http://{host}:{runner.addresses[0][1]}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    await runner.cleanup()
+    await serve_until_signalled(app, host, port)
 
 
 def main() -> None:
