@@ -157,6 +157,7 @@ class OrderingMachine(RuleBasedStateMachine):
         statuses = [h["status"] for h in detail["history"]]
         assert statuses[0] == "pending" and "pending" not in statuses[1:], "never back to pending"
         assert (order["completed_at"] is not None) == (order["status"] == "completed")
+        assert (order["error"] == "") == (order["error_message"] == ""), "message iff error"
         quantity, delivered = (
             Decimal(str(order["quantity"])),
             Decimal(str(order["delivered_quantity"])),
