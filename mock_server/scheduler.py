@@ -121,11 +121,6 @@ class Scheduler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout=min(delay, 3600))
 
-    async def drain_background(self) -> None:
-        """Wait for I/O started by `run_due` (tests and shutdown)."""
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
-
     def _wall_delay_to_next(self) -> float | None:
         self._drop_cancelled_head()
         if not self._heap:
