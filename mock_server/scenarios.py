@@ -248,27 +248,24 @@ def _parse_steps(record: dict[str, Any]) -> tuple[Step, ...]:
                 f"{previous.status!r}; terminal statuses are final",
             )
         if previous is not None and previous.status == "need_client_code":
-            if step.status != "processing":
-                raise _Problem(
-                    raw,
-                    "status",
-                    f"step {position} leaves need_client_code for "
-                    f"{step.status!r}; only a submitted code leaves it, and only "
-                    "for processing",
-                )
-            if step.after:
+            if step.status == "processing" and step.after:
                 raise _Problem(
                     raw,
                     "after",
                     "the code moves the order to processing at once: "
                     "put the delay on the next step",
                 )
+            if step.status != "processing":
+                # The script goes straight on after the code (DESIGN 6): the code's own
+                # move to processing is made explicit, so both forms play the same.
+                steps.append(Step(0.0, "processing"))
         steps.append(step)
     if steps[-1].status == "need_client_code":
         raise _Problem(
             raw_steps[-1],
             "status",
-            "need_client_code needs a following 'processing' step (entered when the code arrives)",
+            "need_client_code needs a following step: what happens after the code "
+            "(an explicit 'processing', or the next status)",
         )
     if steps[-1].status not in TERMINAL:
         raise _Problem(
@@ -312,13 +309,10 @@ def _parse_step(raw: dict[str, Any]) -> Step:
         raise _Problem(raw, "error_message", "'error_message' needs an 'error'")
     deliver = None
     if "deliver" in raw:
-        if status != "partial":
-            raise _Problem(
-                raw,
-                "deliver",
-                "'deliver' belongs on a partial step (completed delivers all, failed nothing)",
-            )
-        deliver = _parse_deliver(raw, raw["deliver"])
+        if status == "partial":
+            deliver = _parse_deliver(raw, raw["deliver"])
+        else:
+            _check_implied_deliver(raw, status, raw["deliver"])
     expect_code = raw.get("expect_code")
     if expect_code is not None:
         if status != "need_client_code":
@@ -347,6 +341,27 @@ def _parse_deliver(raw: dict[str, Any], value: Any) -> Deliver:
     raise _Problem(
         raw, "deliver", f"'deliver' is a number of units > 0, 'all' or 'P%', got {value!r}"
     )
+
+
+def _check_implied_deliver(raw: dict[str, Any], status: str, value: Any) -> None:
+    """`deliver` on a terminal step other than partial may only restate what its status
+    implies (DESIGN 6): `completed` delivers every unit, `failed` nothing."""
+    if status not in TERMINAL:
+        raise _Problem(raw, "deliver", f"'deliver' belongs on a terminal step, not {status}")
+    found = _PERCENT.match(value) if isinstance(value, str) else None
+    percent = Decimal(found.group(1)) if found else None
+    if status == "completed":
+        agrees, allowed = value == "all" or percent == 100, "'all' or '100%'"
+    else:
+        units = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        agrees, allowed = units == 0 or percent == 0, "0 or '0%'"
+    if not agrees:
+        raise _Problem(
+            raw,
+            "deliver",
+            f"'deliver' on a {status} step can only be {allowed}, got {value!r} "
+            "(a step that delivers some units is status: partial)",
+        )
 
 
 def _parse_webhook(raw: Any) -> WebhookChaos:

@@ -678,16 +678,6 @@ SCENARIO_REFUSALS = {
         "status: completed",
         "terminal",
     ),
-    "need_client_code_then_completed": (
-        """
-        steps:
-          - status: processing
-          - status: need_client_code
-          - status: completed
-        """,
-        "status: completed",
-        "need_client_code",
-    ),
     "need_client_code_then_delayed_processing": (
         """
         steps:
@@ -773,14 +763,53 @@ SCENARIO_REFUSALS = {
         "merchant_order_id:",
         "regex",
     ),
-    "deliver_on_completed": (
+    "deliver_units_on_completed": (
         """
         steps:
           - status: completed
             deliver: 1
         """,
         "deliver: 1",
-        "deliver",
+        "all",
+    ),
+    "deliver_half_on_completed": (
+        """
+        steps:
+          - status: completed
+            deliver: 50%
+        """,
+        "deliver: 50%",
+        "partial",
+    ),
+    "deliver_all_on_failed": (
+        """
+        steps:
+          - status: failed
+            error: OUT_OF_STOCK
+            deliver: all
+        """,
+        "deliver: all",
+        "0%",
+    ),
+    "deliver_units_on_failed": (
+        """
+        steps:
+          - status: failed
+            error: OUT_OF_STOCK
+            deliver: 2
+        """,
+        "deliver: 2",
+        "0%",
+    ),
+    "deliver_on_processing": (
+        """
+        steps:
+          - status: processing
+            deliver: all
+          - status: completed
+        """,
+        "deliver: all",
+        "terminal",
     ),
     "expect_code_off_need_client_code": (
         """
