@@ -159,8 +159,9 @@ async def test_unknown_plant_is_404(client):
     assert response.status == 404
 
 
-async def test_plant_status_outside_enum_is_400_and_changes_nothing(client):
-    response = await client.put("/v3/plant", json={"id": 2, "name": "Changed", "status": "dead"})
+@pytest.mark.parametrize("status", ["dead", None, "", "SOLD", 1, ["sold"]])
+async def test_plant_status_outside_enum_is_400_and_changes_nothing(client, status):
+    response = await client.put("/v3/plant", json={"id": 2, "name": "Changed", "status": status})
     assert response.status == 400
     after = await (await client.put("/v3/plant", json={"id": 2})).json()
     assert after["name"] == "Fiddle-leaf fig" and after["status"] == "available"
