@@ -26,8 +26,19 @@ from typing import Any
 from aiohttp import web
 
 from .config import Settings
+from .domain.orders import STATUSES, TERMINAL
 from .domain.sandbox import StartupState
 from .webhooks import verify
+
+#: What `wait_for_webhook` can wait for: the order status an event carries, and the
+#: delivery's own state.
+EVENT_STATUSES = tuple(status for status in STATUSES if status in TERMINAL)
+DELIVERY_STATES = ("pending", "retrying", "delivered", "failed", "dropped")
+
+
+def _check_choice(name: str, value: str | None, valid: tuple[str, ...]) -> None:
+    if value is not None and value not in valid:
+        raise ValueError(f"{name}={value!r} is not one of {', '.join(valid)}")
 
 
 class SandboxError(AssertionError):
@@ -159,26 +170,51 @@ class SandboxHandle:
         return self.control("GET", path)["deliveries"]
 
     def wait_for_webhook(
-        self, order_id: str, status: str | None = None, timeout: float = 10.0
+        self,
+        order_id: str,
+        status: str | None = None,
+        timeout: float = 10.0,
+        *,
+        delivery: str | None = None,
     ) -> dict[str, Any]:
-        """The order's (first) delivery, once it has `status` if given.
+        """The order's webhook delivery (as `webhooks()` shows it), once it has been sent.
 
-        Under the manual clock nothing changes by waiting: the delivery is returned at
-        once, or an AssertionError says to advance the clock. Under a real clock this
-        polls until `timeout` seconds have passed.
+        `status` is the order status the event carries (`completed`, `partial`,
+        `failed`): `wait_for_webhook(order["id"], status="completed")` is the webhook
+        that tells the merchant the order completed. `delivery` is the delivery's own
+        state (`pending`, `retrying`, `delivered`, `failed`, `dropped`); without it, a
+        delivery counts once its first attempt has been made. Under the manual clock
+        nothing changes by waiting: the delivery is returned at once, or an
+        AssertionError says to advance the clock. Under a real clock this polls until
+        `timeout` seconds have passed.
         """
+        _check_choice("status", status, EVENT_STATUSES)
+        _check_choice("delivery", delivery, DELIVERY_STATES)
+
+        def wanted(found: dict[str, Any]) -> bool:
+            if delivery is None and not found["attempts"]:
+                return False
+            if delivery is not None and found["status"] != delivery:
+                return False
+            return status is None or json.loads(found["body"]).get("status") == status
+
         deadline = time.monotonic() + timeout
         while True:
             deliveries = self.webhooks(order_id)
-            found = next((d for d in deliveries if status in (None, d["status"])), None)
+            found = next((d for d in deliveries if wanted(d)), None)
             if found is not None:
                 return found
             if self.clock_mode == "manual" or time.monotonic() >= deadline:
-                seen = [d["status"] for d in deliveries]
+                asked = [f"{k}={v!r}" for k, v in (("status", status), ("delivery", delivery)) if v]
+                seen = [
+                    f"event {json.loads(d['body']).get('status')}, delivery {d['status']}, "
+                    f"{len(d['attempts'])} attempt(s)"
+                    for d in deliveries
+                ]
                 raise AssertionError(
-                    f"no webhook delivery for order {order_id}"
-                    + (f" with status {status!r}" if status else "")
-                    + f" (deliveries: {seen or 'none'})"
+                    f"no webhook sent for order {order_id}"
+                    + (f" with {', '.join(asked)}" if asked else "")
+                    + f" (deliveries: {'; '.join(seen) or 'none'})"
                     + ("; advance the clock first" if self.clock_mode == "manual" else "")
                 )
             time.sleep(0.02)

@@ -99,8 +99,10 @@ def test_webhook_receiver_gets_verified_deliveries_and_can_fail_them(suite):
         def test_delivered(mock_server, webhook_receiver):
             order = create(mock_server, login(mock_server), {"item_id": 1001}).json()
             mock_server.advance(3)
-            delivery = mock_server.wait_for_webhook(order["id"], status="delivered")
+            delivery = mock_server.wait_for_webhook(order["id"], status="completed")
+            assert delivery["status"] == "delivered"
             assert delivery["attempts"][0]["status_code"] == 200
+            assert mock_server.wait_for_webhook(order["id"], delivery="delivered") == delivery
             (event,) = webhook_receiver.events
             assert event.verified
             assert event.json["order_id"] == order["id"]
@@ -130,6 +132,59 @@ def test_wait_for_webhook_under_manual_clock_says_to_advance(suite):
         """
     )
     suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_wait_for_webhook_matches_the_order_status_the_event_carries(suite):
+    suite.makepyfile(
+        """
+        import pytest
+        from helpers import login, create
+
+        def test_partial(mock_server, webhook_receiver):
+            mock_server.use_scenario("timeout_partial")
+            order = create(mock_server, login(mock_server), {"item_id": 1001, "quantity": 3})
+            order = order.json()
+            mock_server.advance(31)
+            delivery = mock_server.wait_for_webhook(
+                order["id"], status="partial", delivery="delivered"
+            )
+            assert '"status":"partial"' in delivery["body"]
+            with pytest.raises(AssertionError, match="event partial, delivery delivered"):
+                mock_server.wait_for_webhook(order["id"], status="completed")
+            with pytest.raises(AssertionError, match="status='partial', delivery='failed'"):
+                mock_server.wait_for_webhook(order["id"], status="partial", delivery="failed")
+
+        def test_failing_receiver(mock_server, webhook_receiver):
+            webhook_receiver.respond_with(500)
+            order = create(mock_server, login(mock_server), {"item_id": 1001}).json()
+            mock_server.advance(3)
+            retrying = mock_server.wait_for_webhook(order["id"], status="completed")
+            assert retrying["status"] == "retrying"
+            mock_server.advance(180)
+            failed = mock_server.wait_for_webhook(order["id"], "completed", delivery="failed")
+            assert len(failed["attempts"]) == 4
+
+        def test_dropped_is_never_sent(mock_server, webhook_receiver):
+            mock_server.use_scenario("webhook_dropped")
+            order = create(mock_server, login(mock_server), {"item_id": 1001}).json()
+            mock_server.advance(3)
+            with pytest.raises(AssertionError, match="delivery dropped, 0 attempt"):
+                mock_server.wait_for_webhook(order["id"], status="completed")
+            assert mock_server.wait_for_webhook(order["id"], delivery="dropped")
+
+        @pytest.mark.parametrize(
+            ("kwargs", "message"),
+            [
+                ({"status": "delivered"}, "status='delivered' is not one of completed, partial"),
+                ({"delivery": "completed"}, "delivery='completed' is not one of pending, retrying"),
+            ],
+        )
+        def test_unknown_values(mock_server, kwargs, message):
+            with pytest.raises(ValueError, match=message):
+                mock_server.wait_for_webhook("any", **kwargs)
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=5)
 
 
 def test_use_scenario_and_reset(suite):

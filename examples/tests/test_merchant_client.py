@@ -82,6 +82,8 @@ def test_happy_path_completes_and_its_webhook_is_processed_once(
     assert done["status"] == "completed"
     assert done["delivered_quantity"] == 2 and len(done["codes"]) == 2
     assert done["completed_at"] is not None
+    delivery = mock_server.wait_for_webhook(order["id"], status="completed")
+    assert delivery["status"] == "delivered"  # the receiver answered 200
     seen: dict = {}
     processed: list = []
     assert receive_all(webhook_receiver, mock_server.webhook_secret, seen, processed) == [200]
@@ -385,7 +387,9 @@ def test_retried_deliveries_carry_the_same_bytes_and_are_processed_once(
     webhook_receiver.respond_with(200)
     mock_server.advance(60)  # the retry, 60 s later
 
-    assert [d["status"] for d in mock_server.webhooks(order["id"])] == ["delivered"]
+    delivery = mock_server.wait_for_webhook(order["id"], status="completed")
+    assert delivery["status"] == "delivered"
+    assert [a["status_code"] for a in delivery["attempts"]] == [500, 200]
     first, retry = webhook_receiver.events
     assert first.body == retry.body
     seen: dict = {}
