@@ -120,7 +120,8 @@ def _create_order() -> dict[str, Any]:
                 "`insufficient_balance`, or `price_mismatch` with `actual_price`.",
                 {
                     "oneOf": [
-                        envelope("validation_error", "insufficient_balance"),
+                        envelope("validation_error"),
+                        envelope("insufficient_balance"),
                         ref("PriceMismatchError"),
                     ]
                 },

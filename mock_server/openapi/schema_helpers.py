@@ -7,10 +7,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..api.jsonio import YAML_TYPES
+
 Schema = dict[str, Any]
 
 DELIVERY_STATUSES = ["pending", "retrying", "delivered", "failed"]
-YAML_MEDIA_TYPE = "application/yaml"
+#: Every `code` an error envelope in the document carries, each with a schema of its own
+#: (`price_mismatch` has one too, with `actual_price`: `PriceMismatchError`).
+ENVELOPE_CODES = (
+    "validation_error",
+    "insufficient_balance",
+    "not_authenticated",
+    "not_found",
+    "method_not_allowed",
+    "already_exists",
+    "payload_too_large",
+    "internal_error",
+)
 MERCHANT_AUTH = [{"bearerAuth": []}]
 ADMIN_AUTH = [{"adminToken": []}, {}]  # the admin token only when --admin-token is set
 NO_AUTH: list[dict[str, list[str]]] = []
@@ -97,10 +110,24 @@ def uuid(description: str) -> Schema:
     return string(description, format="uuid")
 
 
+def error_schema_name(code: str) -> str:
+    """The schema of the envelope with this code: `not_found` is `NotFoundError`,
+    `validation_error` is `ValidationError`."""
+    name = "".join(part.title() for part in code.split("_"))
+    return name if name.endswith("Error") else f"{name}Error"
+
+
 def envelope(*codes: str) -> Schema:
-    """The error envelope `{detail, code}` with `code` limited to `codes`."""
-    code = {"const": codes[0]} if len(codes) == 1 else {"enum": list(codes)}
-    return {"allOf": [ref("Error"), {"properties": {"code": code}}]}
+    """The error envelope `{detail, code}` with `code` one of `codes`: a reference to each
+    code's own complete schema, `oneOf` them for several. Not `allOf` of a shared envelope
+    plus a narrowed `code`: client generators merge `allOf` property by property, and
+    openapi-python-client cannot merge `string` with a constant, so it dropped every such
+    response from the client it generated."""
+    unknown = [code for code in codes if code not in ENVELOPE_CODES]
+    if unknown:
+        raise ValueError(f"no error schema for {unknown}: add them to ENVELOPE_CODES")
+    refs = [ref(error_schema_name(code)) for code in codes]
+    return refs[0] if len(refs) == 1 else {"oneOf": refs}
 
 
 # -- response and operation helpers -------------------------------------------------------
@@ -144,11 +171,19 @@ def body(
     required: bool = True,
     yaml: bool = False,
 ) -> dict[str, Any]:
-    """A request body: JSON, and YAML too for configuration documents."""
-    content = json_content(schema, example)
+    """A request body: JSON, and YAML too for configuration documents.
+
+    YAML is said in the description, not as a media type: client generators refuse a
+    media type they cannot encode (openapi-python-client warns about `application/yaml`),
+    and JSON is YAML too, so a JSON-only client loses nothing."""
+    result: dict[str, Any] = {"required": required, "content": json_content(schema, example)}
     if yaml:
-        content[YAML_MEDIA_TYPE] = {"schema": schema}
-    return {"required": required, "content": content}
+        alternatives = ", ".join(f"`{media_type}`" for media_type in YAML_TYPES[1:])
+        result["description"] = (
+            f"JSON, or the same document as YAML sent with `Content-Type: {YAML_TYPES[0]}` "
+            f"(also {alternatives}); a YAML mistake names its line."
+        )
+    return result
 
 
 def path_param(name: str, description: str, schema: Schema | None = None) -> dict[str, Any]:

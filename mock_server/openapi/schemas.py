@@ -19,12 +19,14 @@ from .control_schemas import (
 )
 from .schema_helpers import (
     DELIVERY_STATUSES,
+    ENVELOPE_CODES,
     Schema,
     array,
     boolean,
     enum,
     envelope,
     error,
+    error_schema_name,
     integer,
     money,
     nullable,
@@ -157,16 +159,24 @@ def _order_schemas() -> dict[str, Schema]:
     }
 
 
-def _merchant_schemas() -> dict[str, Schema]:
-    hours = TOKEN_LIFETIME / 3600
+def _error_schemas() -> dict[str, Schema]:
+    """The error envelope (spec 2.6), one complete schema per code: a generated client
+    gets one model per code, and an answer that may carry several codes is `oneOf` them."""
     return {
-        "Error": obj(
+        error_schema_name(code): obj(
             {
                 "detail": string("Human-readable; may change. Says what to change."),
-                "code": string("Stable machine-readable code: branch on this."),
+                "code": string("Stable machine-readable code: branch on this.", const=code),
             },
-            description="The error envelope (spec 2.6).",
-        ),
+            description=f"The error envelope (spec 2.6) with code `{code}`.",
+        )
+        for code in ENVELOPE_CODES
+    }
+
+
+def _merchant_schemas() -> dict[str, Schema]:
+    hours = TOKEN_LIFETIME / 3600
+    return _error_schemas() | {
         "PriceMismatchError": obj(
             {
                 "detail": string(),
@@ -214,12 +224,13 @@ def _merchant_schemas() -> dict[str, Schema]:
                 "name": nullable(string()),
                 "category": nullable(string()),
                 "tags": nullable(array(string())),
-                "status": nullable(enum(PLANT_STATUSES)),
+                "status": enum(PLANT_STATUSES),
             },
             required=["id"],
             extra=True,
             description="Spec 2.4, plus the integer `id` its 400 and 404 need (DESIGN 4). "
-            "Absent or null fields are left unchanged.",
+            "Absent fields, and null name, category or tags, are left unchanged; a status "
+            "outside the enum (null included) is a 400.",
         ),
         "PlantResponse": obj(
             {
