@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
 
@@ -12,12 +13,15 @@ from . import openapi
 from .api import merchant
 from .api.merchant import SANDBOX, WEBHOOKS
 from .api.middleware import make_middlewares
+from .api.routing import SANDBOXES, mirror_under_sandboxes
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
 from .control import accounts as control_accounts
 from .control import handlers as control
+from .control import sandboxes as control_sandboxes
 from .control import scripting as control_scripting
 from .domain.sandbox import Sandbox, StartupState
+from .domain.sandboxes import Sandboxes
 from .webhooks import WebhookSender
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -28,9 +32,11 @@ def create_app(
     *,
     clock: Clock | None = None,
     startup: StartupState | None = None,
+    wall: Callable[[], float] = time.time,
 ) -> web.Application:
     """Build the application. `startup` skips reading files (already loaded by the
-    caller); `clock` injects a clock (tests)."""
+    caller); `clock` injects the default sandbox's clock and `wall` the wall clock that
+    sandbox expiry is measured on (tests)."""
     settings = settings or Settings()
     startup = startup or load_startup(settings)
     app = web.Application(
@@ -42,30 +48,57 @@ def create_app(
         ),
     )
     app[SETTINGS] = settings
-    sandbox = Sandbox(startup, clock=clock)
-    sender = WebhookSender(sandbox)
-    sandbox.settled_hooks.append(sender.order_settled)
-    app[SANDBOX] = sandbox
-    app[WEBHOOKS] = sender
+    default = make_sandbox(startup, clock=clock)
+    app[SANDBOX] = default
+    app[WEBHOOKS] = default.webhooks
+    app[SANDBOXES] = Sandboxes(
+        default,
+        make=lambda startup, sandbox_id: make_sandbox(startup, namespace=sandbox_id),
+        ttl=settings.sandbox_ttl,
+        limit=settings.max_sandboxes,
+        wall=wall,
+    )
     merchant.add_routes(app)
     control.add_routes(app)
     control_accounts.add_routes(app)
     control_scripting.add_routes(app)
     openapi.add_routes(app)
-    app.cleanup_ctx.append(_run_scheduler)
+    mirror_under_sandboxes(app.router)  # every route so far, under each sandbox's base path
+    control_sandboxes.add_routes(app)
+    app.cleanup_ctx.append(_run_sandboxes)
     return app
 
 
-async def _run_scheduler(app: web.Application) -> AsyncIterator[None]:
-    """Under a real clock, a background task runs jobs as they fall due."""
-    sandbox = app[SANDBOX]
-    task = None
-    if sandbox.clock.mode == "real":
-        task = asyncio.create_task(sandbox.scheduler.run_forever())
+def make_sandbox(
+    startup: StartupState, *, clock: Clock | None = None, namespace: str = ""
+) -> Sandbox:
+    """A sandbox wired to its own webhook sender (its own pooled HTTP client, so one
+    sandbox's hanging receivers never hold another's deliveries)."""
+    sandbox = Sandbox(startup, clock=clock, namespace=namespace)
+    sender = WebhookSender(sandbox)
+    sandbox.webhooks = sender
+    sandbox.settled_hooks.append(sender.order_settled)
+    return sandbox
+
+
+#: How often idle sandboxes are looked for (they also expire when next addressed).
+EXPIRY_SWEEP_SECONDS = 30.0
+
+
+async def _run_sandboxes(app: web.Application) -> AsyncIterator[None]:
+    """The default sandbox runs from start-up (its real-clock loop, if any); idle
+    sandboxes are swept out; at shutdown every sandbox stops."""
+    sandboxes = app[SANDBOXES]
+    sandboxes.default.sandbox.start()
+    sweeper = asyncio.create_task(_sweep(sandboxes))
     yield
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-    sandbox.scheduler.reset(sandbox.clock)
-    await app[WEBHOOKS].close()
+    sweeper.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sweeper
+    await sandboxes.close_all()
+
+
+async def _sweep(sandboxes: Sandboxes) -> None:
+    while True:
+        await asyncio.sleep(EXPIRY_SWEEP_SECONDS)
+        sandboxes.expire_idle()

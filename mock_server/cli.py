@@ -23,6 +23,7 @@ from aiohttp import web
 from .clock import ClockError, parse_iso
 from .config import DEFAULT_PORT, Settings, load_startup
 from .domain.sandbox import StartupState
+from .domain.sandbox_options import MAX_TTL
 from .logs import FLUSH_INTERVAL, AccessLog, LineSink, configure_logging
 from .sourcefile import ConfigError
 
@@ -32,6 +33,8 @@ _NUMERIC_ENV = {
     "MOCK_TIME_SCALE": float,
     "MOCK_JOURNAL_SIZE": int,
     "MOCK_SEED": int,
+    "MOCK_SANDBOX_TTL": float,
+    "MOCK_MAX_SANDBOXES": int,
 }
 
 
@@ -112,6 +115,18 @@ def _serve_parser() -> argparse.ArgumentParser:
         default=_env("MOCK_JOURNAL_SIZE", "1000"),
         help="merchant calls kept in the request journal [MOCK_JOURNAL_SIZE]",
     )
+    add(
+        "--sandbox-ttl",
+        type=float,
+        default=_env("MOCK_SANDBOX_TTL", "3600"),
+        help="idle seconds before a created sandbox expires [MOCK_SANDBOX_TTL]",
+    )
+    add(
+        "--max-sandboxes",
+        type=int,
+        default=_env("MOCK_MAX_SANDBOXES", "1000"),
+        help="most sandboxes created and alive at once [MOCK_MAX_SANDBOXES]",
+    )
     return parser
 
 
@@ -141,6 +156,12 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         parser.error("--port must be 0..65535")
     if args.journal_size < 0:
         parser.error("--journal-size must be >= 0")
+    if not math.isfinite(args.sandbox_ttl) or not 0 < args.sandbox_ttl <= MAX_TTL:
+        parser.error(
+            f"--sandbox-ttl must be a number of seconds > 0 and <= {MAX_TTL:.0f} (30 days)"
+        )
+    if args.max_sandboxes < 0:
+        parser.error("--max-sandboxes must be >= 0")
     return Settings(
         host=args.host,
         port=args.port,
@@ -156,6 +177,8 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         log_format=args.log_format,
         cors_origin=args.cors_origin,
         journal_size=args.journal_size,
+        sandbox_ttl=args.sandbox_ttl,
+        max_sandboxes=args.max_sandboxes,
     )
 
 

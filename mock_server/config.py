@@ -38,6 +38,8 @@ class Settings:
     log_format: str = "text"
     cors_origin: str = "*"
     journal_size: int = 1000
+    sandbox_ttl: float = 3600.0
+    max_sandboxes: int = 1000
 
 
 @functools.cache

@@ -13,7 +13,9 @@ from ..domain.sandbox import Sandbox
 from ..errors import ApiError, TokenError
 from ..webhooks import WebhookSender
 from .jsonio import OrderRenderings, json_response, read_json, read_object
+from .routing import CURRENT
 
+#: The default sandbox and its webhook sender (the CLI's banner, in-process benches).
 SANDBOX = web.AppKey("sandbox", Sandbox)
 WEBHOOKS = web.AppKey("webhooks", WebhookSender)
 RENDERINGS = web.AppKey("renderings", OrderRenderings)
@@ -22,7 +24,7 @@ SCENARIO_HEADER = "X-Mock-Scenario"
 
 
 def _sandbox(request: web.Request) -> Sandbox:
-    return request.app[SANDBOX]
+    return request[CURRENT]  # chosen by the edge middleware (`routing`)
 
 
 def _account(request: web.Request) -> Account:

@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
+from ..domain.sandboxes import Sandboxes
 from ..errors import ApiError, TokenError, not_authenticated, payload_too_large
 from .jsonio import json_response
-from .merchant import SANDBOX
+from .routing import CURRENT, ENTRY_PARAM, SANDBOXES, inner_path, merchant_sandbox
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -53,32 +54,45 @@ def make_middlewares(*, cors_origin: str, admin_token: str | None, max_body: int
             response.headers["Access-Control-Allow-Methods"] = ALLOWED_METHODS
             response.headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
             response.headers["Access-Control-Max-Age"] = "600"
-        elif request.path.startswith(NOT_MERCHANT_PREFIXES):
-            # Control API and API documents: no faults, no journal entry.
-            response = await _answer(request, handler, admin_token, max_body)
         else:
-            response = await _merchant_call(request, handler, max_body)
+            sandbox_id, path = inner_path(request)
+            if path.startswith(NOT_MERCHANT_PREFIXES):
+                # Control API and API documents: no faults, no journal entry.
+                response = await _answer(
+                    request, _control(handler, admin_token, sandbox_id, path), max_body
+                )
+            else:
+                response = await _merchant_call(request, handler, sandbox_id, path, max_body)
         _cors(request, response, origins)
         return response
 
     return [edge]
 
 
-async def _answer(
-    request: web.Request, handler: Handler, admin_token: str | None, max_body: int
-) -> web.StreamResponse:
-    try:
-        if (
-            admin_token is not None
-            and request.path.startswith(CONTROL_PREFIX)
-            and request.path != HEALTH_PATH
-        ):
-            _check_admin(request, admin_token)
+def _control(handler: Handler, admin_token: str | None, sandbox_id: str | None, path: str):
+    """The control call: authorised, then run on its sandbox (the default one on the
+    root paths)."""
+
+    async def run(request: web.Request) -> web.StreamResponse:
+        sandboxes = request.app[SANDBOXES]
+        if admin_token is not None and path.startswith(CONTROL_PREFIX) and path != HEALTH_PATH:
+            # Reading a sandbox's own entry is one of its control calls too.
+            own = sandbox_id
+            if own is None and request.method in ("GET", "HEAD"):
+                own = request.match_info.get(ENTRY_PARAM)
+            _check_control_token(request, admin_token, sandboxes, own)
+        entry = sandboxes.find(sandbox_id) if sandbox_id is not None else sandboxes.default
+        request[CURRENT] = entry.sandbox
         return await handler(request)
-    except ApiError as error:
-        return json_response(error.body(), error.status)
-    except TokenError as error:
-        return json_response({"error": error.message}, error.status)
+
+    return run
+
+
+async def _answer(request: web.Request, handler: Handler, max_body: int) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except (ApiError, TokenError) as error:
+        return _refusal(error)
     except web.HTTPRequestEntityTooLarge:
         error = payload_too_large(max_body)
         return json_response(error.body(), error.status)
@@ -103,26 +117,32 @@ async def _answer(
 
 
 async def _merchant_call(
-    request: web.Request, handler: Handler, max_body: int
+    request: web.Request, handler: Handler, sandbox_id: str | None, path: str, max_body: int
 ) -> web.StreamResponse:
-    """A merchant API call: injected faults first, then the journal entry."""
-    sandbox = request.app[SANDBOX]
-    fault = sandbox.faults.take(request.method, request.path) if sandbox.faults else None
+    """A merchant API call: its sandbox found, injected faults first, then the journal
+    entry (both the sandbox's own, keyed on the path as a whole server sees it)."""
+    sandboxes = request.app[SANDBOXES]
+    try:
+        sandbox = await merchant_sandbox(request, sandboxes, sandbox_id, path)
+    except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
+        return _refusal(error)
+    request[CURRENT] = sandbox
+    fault = sandbox.faults.take(request.method, path) if sandbox.faults else None
     if fault is not None and fault.latency_ms:
         await asyncio.sleep(fault.latency_ms / 1000)
     if fault is None or fault.after_commit:
-        response = await _answer(request, handler, None, max_body)
+        response = await _answer(request, handler, max_body)
     if fault is not None:
         response = json_response(
             {
-                "detail": f"Injected fault {fault.id} on {request.method} {request.path}",
+                "detail": f"Injected fault {fault.id} on {request.method} {path}",
                 "code": _code_for(fault.status),
             },
             fault.status,
         )
     sandbox.journal.record(
         request.method,
-        request.path,
+        path,
         response.status,
         await _body_for_journal(request),
         sandbox.clock.now(),
@@ -139,6 +159,13 @@ async def _body_for_journal(request: web.Request) -> bytes:
         return b""
 
 
+def _refusal(error: ApiError | TokenError) -> web.Response:
+    """The spec's envelope; the token endpoint's own `{"error"}` shape (spec 4.1)."""
+    if isinstance(error, TokenError):
+        return json_response({"error": error.message}, error.status)
+    return json_response(error.body(), error.status)
+
+
 def _code_for(status: int) -> str:
     return _HTTP_CODES.get(status, "internal_error" if status >= 500 else "error")
 
@@ -151,13 +178,23 @@ def _detail(request: web.Request, exc: web.HTTPException) -> str:
     return exc.reason
 
 
-def _check_admin(request: web.Request, admin_token: str) -> None:
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), admin_token):
-        raise not_authenticated(
-            "The control API needs 'Authorization: Bearer <admin token>' (--admin-token)"
-        )
+def _check_control_token(
+    request: web.Request, admin_token: str, sandboxes: Sandboxes, sandbox_id: str | None
+) -> None:
+    """The admin token opens every control call; a sandbox's control token opens the
+    control calls under its own base path and nothing else (DESIGN 12)."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    token = token.strip().encode()
+    if scheme.lower() == "bearer":
+        if hmac.compare_digest(token, admin_token.encode()):
+            return
+        own = sandboxes.control_token_of(sandbox_id) if sandbox_id is not None else None
+        if own is not None and hmac.compare_digest(token, own.encode()):
+            return
+    raise not_authenticated(
+        "The control API needs 'Authorization: Bearer <admin token>' (--admin-token)"
+        + (" or this sandbox's control_token" if sandbox_id is not None else "")
+    )
 
 
 def _cors(request: web.Request, response: web.StreamResponse, origins: frozenset[str]) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..api.jsonio import json_response, read_document, read_object
-from ..api.merchant import SANDBOX
+from ..api.routing import sandbox_of
 from ..domain import admin
 from ..errors import validation_error
 
 
 def _state(request: web.Request):
-    return request.app[SANDBOX].state
+    return sandbox_of(request).state
 
 
 async def list_accounts(request: web.Request) -> web.Response:
@@ -26,7 +26,7 @@ async def create_account(request: web.Request) -> web.Response:
 
 
 async def replace_accounts(request: web.Request) -> web.Response:
-    accounts = request.app[SANDBOX].replace_accounts(await read_document(request))
+    accounts = sandbox_of(request).replace_accounts(await read_document(request))
     return json_response({"accounts": [admin.account_view(a) for a in accounts]})
 
 

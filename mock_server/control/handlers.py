@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from ..api.jsonio import json_response, read_object
-from ..api.merchant import SANDBOX, WEBHOOKS
+from ..api.routing import sandbox_of
 from ..clock import ClockError, parse_iso
 from ..domain.deliveries import Delivery
 from ..domain.orders import Order
@@ -40,13 +40,13 @@ async def reset(request: web.Request) -> web.Response:
             start_time = parse_iso(start_time)
         except ClockError as exc:
             raise validation_error(str(exc)) from exc
-    sandbox = request.app[SANDBOX]
+    sandbox = sandbox_of(request)
     sandbox.reset(seed=seed, start_time=start_time)
     return json_response({"status": "reset", **sandbox.clock_info(), "seed": sandbox.seed})
 
 
 async def read_clock(request: web.Request) -> web.Response:
-    return json_response(request.app[SANDBOX].clock_info())
+    return json_response(sandbox_of(request).clock_info())
 
 
 async def advance_clock(request: web.Request) -> web.Response:
@@ -57,7 +57,7 @@ async def advance_clock(request: web.Request) -> web.Response:
     seconds = float(seconds)
     if not math.isfinite(seconds) or seconds < 0:
         raise validation_error("seconds must be a finite number >= 0: the clock only moves forward")
-    sandbox = request.app[SANDBOX]
+    sandbox = sandbox_of(request)
     try:
         await sandbox.advance(seconds)
     except ClockError as exc:
@@ -66,13 +66,13 @@ async def advance_clock(request: web.Request) -> web.Response:
 
 
 async def read_jobs(request: web.Request) -> web.Response:
-    scheduler = request.app[SANDBOX].scheduler
+    scheduler = sandbox_of(request).scheduler
     return json_response({"pending": scheduler.pending(), "failures": list(scheduler.failures)})
 
 
 async def list_orders(request: web.Request) -> web.Response:
     query = request.query
-    orders = request.app[SANDBOX].list_orders(
+    orders = sandbox_of(request).list_orders(
         account_id=query.get("account_id"),
         status=query.get("status"),
         merchant_order_id=query.get("merchant_order_id"),
@@ -81,7 +81,7 @@ async def list_orders(request: web.Request) -> web.Response:
 
 
 async def read_order(request: web.Request) -> web.Response:
-    sandbox = request.app[SANDBOX]
+    sandbox = sandbox_of(request)
     order = sandbox.find_order(request.match_info["order_id"])
     return json_response(order_detail(order, sandbox.deliveries(order.id)))
 
@@ -97,13 +97,13 @@ def order_detail(order: Order, deliveries: list[Delivery]) -> dict[str, Any]:
 
 
 async def list_webhooks(request: web.Request) -> web.Response:
-    deliveries = request.app[SANDBOX].deliveries(request.query.get("order_id"))
+    deliveries = sandbox_of(request).deliveries(request.query.get("order_id"))
     return json_response({"deliveries": [delivery.to_json() for delivery in deliveries]})
 
 
 async def redeliver_webhook(request: web.Request) -> web.Response:
-    delivery = request.app[SANDBOX].find_delivery(request.match_info["delivery_id"])
-    await request.app[WEBHOOKS].redeliver(delivery)
+    delivery = sandbox_of(request).find_delivery(request.match_info["delivery_id"])
+    await sandbox_of(request).webhooks.redeliver(delivery)
     return json_response(delivery.to_json())
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from ..api.jsonio import json_response, read_document, read_object
-from ..api.merchant import SANDBOX
+from ..api.routing import sandbox_of
 from ..errors import validation_error
 from ..scenarios import Scenario
 
@@ -30,7 +30,7 @@ def scenario_view(scenario: Scenario) -> dict[str, Any]:
 
 
 async def list_scenarios(request: web.Request) -> web.Response:
-    sandbox = request.app[SANDBOX]
+    sandbox = sandbox_of(request)
     return json_response(
         {
             "scenarios": [scenario_view(s) for s in sandbox.scenarios.values()],
@@ -40,13 +40,13 @@ async def list_scenarios(request: web.Request) -> web.Response:
 
 
 async def load_scenarios(request: web.Request) -> web.Response:
-    loaded = request.app[SANDBOX].load_scenarios(await read_document(request))
+    loaded = sandbox_of(request).load_scenarios(await read_document(request))
     return json_response({"loaded": [s.name for s in loaded]}, status=201)
 
 
 async def queue_next(request: web.Request) -> web.Response:
     body = await read_object(request)
-    entry = request.app[SANDBOX].queue_scenario(
+    entry = sandbox_of(request).queue_scenario(
         body.get("scenario"),
         account_id=body.get("account_id"),
         count=body.get("count", 1),
@@ -56,17 +56,17 @@ async def queue_next(request: web.Request) -> web.Response:
 
 
 async def list_faults(request: web.Request) -> web.Response:
-    faults = request.app[SANDBOX].faults.list()
+    faults = sandbox_of(request).faults.list()
     return json_response({"faults": [fault.to_json() for fault in faults]})
 
 
 async def add_fault(request: web.Request) -> web.Response:
-    fault = request.app[SANDBOX].faults.add(await read_object(request))
+    fault = sandbox_of(request).faults.add(await read_object(request))
     return json_response(fault.to_json(), status=201)
 
 
 async def clear_faults(request: web.Request) -> web.Response:
-    request.app[SANDBOX].faults.clear()
+    sandbox_of(request).faults.clear()
     return json_response({"faults": []})
 
 
@@ -77,7 +77,7 @@ async def list_requests(request: web.Request) -> web.Response:
         if not raw.isascii() or not raw.isdigit():
             raise validation_error("limit must be a non-negative integer")
         limit = int(raw)
-    calls = request.app[SANDBOX].journal.latest(limit)
+    calls = sandbox_of(request).journal.latest(limit)
     return json_response({"requests": [call.to_json() for call in calls]})
 
 

@@ -78,9 +78,9 @@ def create_account(state: State, body: dict[str, Any]) -> Account:
         raise already_exists(f"Account {spec.id} exists")
     # Generated only now, once nothing can refuse the account (determinism).
     if new_key:
-        spec = replace(spec, api_keys=(f"ak_{state.randomness.token()[:24]}",))
+        spec = replace(spec, api_keys=(state.randomness.api_key(),))
     if "webhook_secret" not in body:
-        spec = replace(spec, webhook_secret=f"whsec_{state.randomness.token()[:32]}")
+        spec = replace(spec, webhook_secret=state.randomness.webhook_secret())
     account = spec.build(fallback_id=state.randomness.uuid())
     state.add_account(account)
     return account
@@ -162,7 +162,7 @@ def ledger_view(state: State, account_id: str) -> dict[str, Any]:
 
 def issue_api_key(state: State, account_id: str) -> str:
     account = find_account(state, account_id)
-    key = f"ak_{state.randomness.token()[:24]}"
+    key = state.randomness.api_key()
     account.api_keys.append(key)
     state.account_by_key[key] = account.id
     return key

@@ -17,8 +17,13 @@ _CODE_FORMAT = "?????-?????-?????"
 
 
 class Randomness:
-    def __init__(self, seed: int) -> None:
+    """`namespace` (a sandbox's id; empty for the default sandbox) goes into every token
+    and generated API key, so that sandboxes with the same seed never hand out the same
+    credential (DESIGN 12: tokens and generated keys are unique server-wide)."""
+
+    def __init__(self, seed: int, namespace: str = "") -> None:
         self.seed = seed
+        self.namespace = namespace
         self._ids = random.Random(f"{seed}:ids")
         self._tokens = random.Random(f"{seed}:tokens")
         self._codes: Any = None
@@ -33,6 +38,18 @@ class Randomness:
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def token(self) -> str:
+        """A bearer token: `<namespace>.<64 hex>` in a sandbox, bare hex in the default."""
+        secret = self._secret()
+        return f"{self.namespace}.{secret}" if self.namespace else secret
+
+    def api_key(self) -> str:
+        secret = self._secret()[:24]
+        return f"ak_{self.namespace}_{secret}" if self.namespace else f"ak_{secret}"
+
+    def webhook_secret(self) -> str:
+        return f"whsec_{self._secret()[:32]}"
+
+    def _secret(self) -> str:
         return f"{self._tokens.getrandbits(256):064x}"
 
     def codes(self, count: int) -> list[str]:

@@ -9,9 +9,11 @@ has changed nothing.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, iso, make_clock
 from ..errors import (
@@ -37,6 +39,9 @@ from .order_request import OrderRequest, parse_order_request
 from .orders import STATUSES, Order
 from .plants import Plant
 from .state import State
+
+if TYPE_CHECKING:
+    from ..webhooks import WebhookSender
 
 DEFAULT_SCENARIO = "happy_path"
 CLIENT_CODE_SCENARIO = "need_client_code"
@@ -74,27 +79,67 @@ class QueuedScenario:
 
 
 class Sandbox:
-    def __init__(self, startup: StartupState, *, clock: Clock | None = None) -> None:
+    """One whole isolated world (DESIGN 12): its accounts, catalog copy, orders,
+    deliveries, journal, random sequence, and its own clock and scheduler.
+
+    `namespace` is the sandbox's id, put into the tokens and API keys it generates so
+    they are unique server-wide (empty for the default sandbox: today's credentials).
+    """
+
+    def __init__(
+        self, startup: StartupState, *, clock: Clock | None = None, namespace: str = ""
+    ) -> None:
         self.startup = startup
+        self.namespace = namespace
         self.seed = startup.seed
         self.scenarios: dict[str, Scenario] = {s.name: s for s in startup.scenarios}
         clock = clock or make_clock(
             startup.clock_mode, start=startup.start_time, time_scale=startup.time_scale
         )
         self.scheduler = Scheduler(clock)
-        self.state = State.build(
-            clock=clock, seed=self.seed, catalog=startup.catalog, accounts=startup.accounts
-        )
+        self.state = self._fresh_state(clock)
         self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
         self.queue: list[QueuedScenario] = []
         self.faults = Faults()
         self.journal = Journal(startup.journal_size)
         #: Called with each order that reaches a terminal status (the webhook sender).
         self.settled_hooks: list[Callable[[Order, WebhookChaos | None], None]] = []
+        #: The sender of this sandbox's webhooks, set by whoever wires I/O (the app).
+        self.webhooks: WebhookSender | None = None
+        self._runner: asyncio.Task[None] | None = None
 
     @property
     def clock(self) -> Clock:
         return self.state.clock
+
+    def _fresh_state(self, clock: Clock) -> State:
+        return State.build(
+            clock=clock,
+            seed=self.seed,
+            catalog=self.startup.catalog,
+            accounts=self.startup.accounts,
+            namespace=self.namespace,
+        )
+
+    # -- running and stopping -----------------------------------------------------------
+
+    def start(self) -> None:
+        """Under a real clock, run jobs as they fall due (needs a running event loop)."""
+        if self.clock.mode == "real" and self._runner is None:
+            self._runner = asyncio.create_task(self.scheduler.run_forever())
+
+    async def close(self) -> None:
+        """Stop everything this sandbox has in flight: its timers, its running webhook
+        attempts, its scheduler loop and its HTTP client."""
+        self.lifecycle.cancel_all()
+        if self._runner is not None:
+            self._runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._runner
+            self._runner = None
+        self.scheduler.reset(self.clock)
+        if self.webhooks is not None:
+            await self.webhooks.close()
 
     # -- authentication -----------------------------------------------------------------
 
@@ -216,12 +261,7 @@ class Sandbox:
         clock = make_clock(self.clock.mode, start=start, time_scale=self.clock.time_scale)
         self.scheduler.reset(clock)
         self.scenarios = {s.name: s for s in self.startup.scenarios}
-        self.state = State.build(
-            clock=clock,
-            seed=self.seed,
-            catalog=self.startup.catalog,
-            accounts=self.startup.accounts,
-        )
+        self.state = self._fresh_state(clock)
         self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
         self.queue.clear()
         self.faults = Faults()  # fault ids restart too: same requests, same answers

@@ -38,10 +38,18 @@ class State:
 
     @classmethod
     def build(
-        cls, *, clock: Clock, seed: int, catalog: Catalog, accounts: tuple[AccountSpec, ...]
+        cls,
+        *,
+        clock: Clock,
+        seed: int,
+        catalog: Catalog,
+        accounts: tuple[AccountSpec, ...],
+        namespace: str = "",
     ) -> State:
         """A fresh state: the catalog copied (its stock and prices change live)."""
-        state = cls(clock=clock, randomness=Randomness(seed), catalog=copy.deepcopy(catalog))
+        state = cls(
+            clock=clock, randomness=Randomness(seed, namespace), catalog=copy.deepcopy(catalog)
+        )
         for spec in accounts:
             state.add_account(spec.build(fallback_id=state.randomness.uuid()))
         return state

@@ -18,6 +18,7 @@ from .control import (
     _control_scenarios,
 )
 from .merchant import _merchant_paths, _plant_paths
+from .sandboxes import BASE_URL_NOTE, sandbox_paths
 from .schema_helpers import body, ref, string
 from .schemas import _responses, _schemas
 
@@ -37,6 +38,7 @@ TAGS = [
     ("Control: webhooks", "Webhook deliveries and their attempts."),
     ("Control: faults", "Faults injected into the merchant API."),
     ("Control: request journal", "The merchant API calls answered."),
+    ("Control: sandboxes", "Isolated sandboxes in one server (DESIGN 12)."),
 ]
 
 DESCRIPTION = f"""\
@@ -55,6 +57,11 @@ over 1 MiB is 413 `payload_too_large`. A 4xx means nothing was created or charge
 sandbox runs with `--admin-token`, then it needs `Authorization: Bearer <admin token>`
 (except `{HEALTH_PATH}`). The `{SCENARIO_HEADER}` header on order creation is the only
 other mock-only addition.
+
+**Sandboxes**: `POST /_mock/sandboxes` makes an isolated sandbox. {BASE_URL_NOTE} On
+the root paths, a sandbox's access token reaches its sandbox, and the token exchange
+reaches the one sandbox that holds the API key. A sandbox's `control_token` opens its
+own control calls when the server runs with `--admin-token`.
 
 Every answer carries CORS headers. Where the spec is silent, `docs/fidelity.md` says
 what the sandbox chose.
@@ -105,6 +112,7 @@ def build_openapi() -> dict[str, Any]:
         | _control_catalog()
         | _control_scenarios()
         | _control_inspection()
+        | sandbox_paths()
     )
     return {
         "openapi": "3.1.0",

@@ -22,6 +22,7 @@ ENVELOPE_CODES = (
     "method_not_allowed",
     "already_exists",
     "payload_too_large",
+    "too_many_sandboxes",
     "internal_error",
 )
 MERCHANT_AUTH = [{"bearerAuth": []}]

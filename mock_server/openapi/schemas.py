@@ -17,6 +17,7 @@ from .control_schemas import (
     _inspection_schemas,
     _scenario_schemas,
 )
+from .sandboxes import sandbox_schemas
 from .schema_helpers import (
     DELIVERY_STATUSES,
     ENVELOPE_CODES,
@@ -272,6 +273,7 @@ def _schemas() -> dict[str, Schema]:
         | _catalog_schemas()
         | _scenario_schemas()
         | _inspection_schemas()
+        | sandbox_schemas()
     )
 
 

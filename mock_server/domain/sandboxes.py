@@ -1,0 +1,235 @@
+"""The sandboxes one server holds (DESIGN 12): the default one and those made at run time.
+
+A sandbox is a whole `Sandbox`; this registry only creates, finds, expires and drops
+them, and routes credentials to them:
+
+* by id, for paths under `/_mock/sandboxes/{id}` (an unknown, deleted or expired id is
+  a 404 that says which, never a fall-back to the default sandbox);
+* by bearer token on the root paths: a sandbox's tokens start with its id;
+* by API key on the root token endpoint: the one live sandbox that holds the key.
+
+Idle time is wall time (`wall`, injectable for tests): a sandbox nobody has called for
+its `ttl` expires; the default sandbox never does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..clock import iso
+from ..errors import ApiError, TokenError, not_found
+from .sandbox import Sandbox, StartupState
+from .sandbox_options import parse_sandbox_options, with_own_keys
+
+DEFAULT_ID = "default"
+ID_PREFIX = "sbx-"
+#: How many dropped ids are remembered, so that a late call learns why it got a 404.
+_GONE_MEMORY = 10_000
+
+MakeSandbox = Callable[[StartupState, str], Sandbox]
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    id: str
+    sandbox: Sandbox
+    control_token: str | None  # None for the default sandbox: only the admin token
+    created_at: float  # wall time
+    last_used_at: float
+    ttl: float | None  # idle seconds before expiry; None never expires
+
+    @property
+    def expires_at(self) -> float | None:
+        return None if self.ttl is None else self.last_used_at + self.ttl
+
+    def expired(self, now: float) -> bool:
+        return self.ttl is not None and now >= self.last_used_at + self.ttl
+
+    def base_path(self) -> str:
+        return f"/_mock/sandboxes/{self.id}"
+
+    def view(self, server_url: str) -> dict[str, Any]:
+        expires = self.expires_at
+        return {
+            "id": self.id,
+            "base_url": server_url + self.base_path(),
+            "created_at": iso(round(self.created_at, 3)),
+            "last_used_at": iso(round(self.last_used_at, 3)),
+            "expires_at": iso(round(expires, 3)) if expires is not None else None,
+            "orders": len(self.sandbox.state.orders),
+        }
+
+
+class Sandboxes:
+    def __init__(
+        self,
+        default: Sandbox,
+        *,
+        make: MakeSandbox,
+        ttl: float,
+        limit: int,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        now = wall()
+        self.default = Entry(DEFAULT_ID, default, None, now, now, None)
+        self._make = make
+        self._ttl = ttl
+        self._limit = limit
+        self._wall = wall
+        self._live: dict[str, Entry] = {}
+        self._gone: OrderedDict[str, str] = OrderedDict()
+        self._closing: set[asyncio.Task[None]] = set()
+        # Ids, keys and control tokens follow the server's seed: same run, same answers.
+        self._random = random.Random(f"{default.startup.seed}:sandboxes")
+
+    # -- creating and dropping ----------------------------------------------------------
+
+    def create(self, body: dict[str, Any]) -> Entry:
+        """A new sandbox from `body` (DESIGN 12), started; all or nothing."""
+        options = parse_sandbox_options(body, self.default.sandbox.startup)
+        self.expire_idle()
+        if len(self._live) >= self._limit:
+            raise ApiError(
+                429,
+                "too_many_sandboxes",
+                f"This server already holds {self._limit} sandboxes (--max-sandboxes): "
+                "delete one you no longer need, or wait for idle ones to expire",
+            )
+        sandbox_id = self._new_id()
+        startup = options.startup
+        if not options.accounts_given:
+            keys = [f"ak_{sandbox_id}_{self._hex(12)}" for _ in startup.accounts]
+            startup = replace(startup, accounts=with_own_keys(startup.accounts, keys))
+        sandbox = self._make(startup, sandbox_id)
+        now = self._wall()
+        entry = Entry(
+            sandbox_id,
+            sandbox,
+            f"ctl_{self._hex(32)}",
+            now,
+            now,
+            options.ttl if options.ttl is not None else self._ttl,
+        )
+        self._live[sandbox_id] = entry
+        sandbox.start()
+        return entry
+
+    def delete(self, sandbox_id: str) -> None:
+        if sandbox_id == DEFAULT_ID:
+            raise ApiError(
+                400,
+                "validation_error",
+                "The default sandbox cannot be deleted; POST /_mock/reset resets it",
+            )
+        self._drop(self.find(sandbox_id, touch=False), "was deleted")
+
+    def expire_idle(self) -> int:
+        """Drop every sandbox idle past its ttl; answers how many went."""
+        now = self._wall()
+        expired = [entry for entry in self._live.values() if entry.expired(now)]
+        for entry in expired:
+            self._drop(entry, _expiry_reason(entry))
+        return len(expired)
+
+    async def close_all(self) -> None:
+        """Server shutdown: stop every sandbox, the default one included."""
+        for entry in list(self._live.values()):
+            self._drop(entry, "was stopped with the server")
+        await self.default.sandbox.close()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
+
+    # -- finding ------------------------------------------------------------------------
+
+    @property
+    def routing_needed(self) -> bool:
+        """False while only the default sandbox ever existed: root calls skip routing."""
+        return bool(self._live or self._gone)
+
+    def control_token_of(self, sandbox_id: str) -> str | None:
+        """The control token of a live sandbox, without touching or expiring it."""
+        entry = self._live.get(sandbox_id)
+        return entry.control_token if entry is not None else None
+
+    def find(self, sandbox_id: str, *, touch: bool = True) -> Entry:
+        """The live sandbox `sandbox_id`, or a 404 saying why there is none."""
+        if sandbox_id == DEFAULT_ID:
+            return self.default
+        entry = self._live.get(sandbox_id)
+        if entry is not None and entry.expired(self._wall()):
+            self._drop(entry, _expiry_reason(entry))
+            entry = None
+        if entry is None:
+            why = self._gone.get(sandbox_id, "does not exist on this server")
+            raise not_found(f"Sandbox {sandbox_id} {why}: create one with POST /_mock/sandboxes")
+        if touch:
+            entry.last_used_at = self._wall()
+        return entry
+
+    def for_token(self, token: str) -> Entry | None:
+        """The sandbox whose token this is (root paths); None when it is gone. A token
+        without a sandbox prefix is the default sandbox's."""
+        if not token.startswith(ID_PREFIX):
+            return self.default
+        sandbox_id = token.partition(".")[0]
+        try:
+            return self.find(sandbox_id)
+        except ApiError:
+            return None
+
+    def for_api_key(self, api_key: str, server_url: str) -> Entry:
+        """The one sandbox holding `api_key` (the root token endpoint). A key no sandbox
+        holds goes to the default one, which refuses it as usual."""
+        if not self._live:
+            return self.default
+        self.expire_idle()
+        holders = [
+            entry
+            for entry in (self.default, *self._live.values())
+            if api_key in entry.sandbox.state.account_by_key
+        ]
+        if len(holders) > 1:
+            urls = ", ".join(server_url + e.base_path() for e in holders)
+            raise TokenError(
+                401,
+                f"API key {api_key} is held by {len(holders)} sandboxes: exchange it at "
+                f"the base URL of the one you mean ({urls})",
+            )
+        holder = holders[0] if holders else self.default
+        holder.last_used_at = self._wall()
+        return holder
+
+    def entries(self) -> list[Entry]:
+        """The default sandbox, then every live one, oldest first."""
+        self.expire_idle()
+        return [self.default, *self._live.values()]
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _new_id(self) -> str:
+        while True:
+            sandbox_id = ID_PREFIX + self._hex(12)
+            if sandbox_id not in self._live and sandbox_id not in self._gone:
+                return sandbox_id
+
+    def _hex(self, digits: int) -> str:
+        return f"{self._random.getrandbits(digits * 4):0{digits}x}"
+
+    def _drop(self, entry: Entry, why: str) -> None:
+        del self._live[entry.id]
+        self._gone[entry.id] = why
+        while len(self._gone) > _GONE_MEMORY:
+            self._gone.popitem(last=False)
+        task = asyncio.ensure_future(entry.sandbox.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+
+def _expiry_reason(entry: Entry) -> str:
+    return f"expired after {entry.ttl:g} s without a request"
