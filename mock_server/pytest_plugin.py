@@ -3,12 +3,14 @@ fixtures, the `mock_server` marker and the `--mock-server-url` option (DESIGN 10
 
 In-process (the default), each test gets a fresh sandbox on a free port, in its own
 thread and event loop, with a manual clock. With `--mock-server-url URL` the same
-fixtures drive an already running instance through `/_mock`: each test starts with a
-reset, and the marker's options are applied through the control API.
+fixtures drive an already running server: each test gets a sandbox of its own there
+(DESIGN 12), created with the marker's options and deleted at teardown, so parallel
+workers (`pytest -n 8`) sharing one server never see each other's orders or clocks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ from .sourcefile import read_file
 from .testing import SandboxHandle, ServerThread, WebhookReceiver
 
 MARKER_OPTIONS = ("catalog", "scenarios", "accounts", "clock", "seed")
+SANDBOXES_PATH = "/_mock/sandboxes"
 DEFAULT_START = "2026-01-01T00:00:00Z"
 
 
@@ -77,13 +80,13 @@ def mock_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sand
     """A sandbox for this test; see `mock_server.testing.SandboxHandle` for the handle."""
     options = _marker_options(request)
     url = request.config.getoption("--mock-server-url")
-    if url:
-        handle = _remote(request, url, options)
-        server = None
-    else:
-        server = ServerThread(_local_settings(options, tmp_path)).start()
-        handle = SandboxHandle(server.url)
-    try:
+    with contextlib.ExitStack() as cleanup:
+        if url:
+            handle = _remote(request, url, options, cleanup)
+        else:
+            server = ServerThread(_local_settings(options, tmp_path)).start()
+            cleanup.callback(server.stop)
+            handle = SandboxHandle(server.url)
         if "webhook_receiver" in request.fixturenames:
             receiver: WebhookReceiver = request.getfixturevalue("webhook_receiver")
             receiver.secret = handle.webhook_secret
@@ -93,9 +96,6 @@ def mock_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sand
         failures = handle.job_failures()
         if failures:
             pytest.fail(f"the sandbox's background jobs failed: {failures}", pytrace=False)
-    finally:
-        if server is not None:
-            server.stop()
 
 
 def _local_settings(options: dict[str, Any], tmp_path: Path) -> Settings:
@@ -116,23 +116,32 @@ def _local_settings(options: dict[str, Any], tmp_path: Path) -> Settings:
     )
 
 
-def _remote(request: pytest.FixtureRequest, url: str, options: dict[str, Any]) -> SandboxHandle:
-    handle = SandboxHandle(url, admin_token=request.config.getoption("--mock-server-admin-token"))
-    wanted_clock = options.get("clock", "manual")
-    if handle.clock_mode != wanted_clock:
-        pytest.skip(
-            f"needs a {wanted_clock} clock; the sandbox at {url} runs a {handle.clock_mode} one"
-        )
-    handle.reset(
-        seed=options.get("seed", 0), start_time=DEFAULT_START if wanted_clock == "manual" else None
+def _remote(
+    request: pytest.FixtureRequest,
+    url: str,
+    options: dict[str, Any],
+    cleanup: contextlib.ExitStack,
+) -> SandboxHandle:
+    """A sandbox of this test's own on the server at `url` (a server's root, or any
+    sandbox's base URL on it), deleted when the test ends."""
+    server = SandboxHandle(
+        url.rstrip("/").partition(SANDBOXES_PATH)[0],
+        admin_token=request.config.getoption("--mock-server-admin-token"),
     )
+    clock = options.get("clock", "manual")
+    body: dict[str, Any] = {"seed": options.get("seed", 0), "clock": clock}
+    if clock == "manual":
+        body["start_time"] = DEFAULT_START
     catalog = options.get("catalog")
     if catalog is not None:
-        data = {"items": catalog} if isinstance(catalog, list) else read_file(catalog)
-        handle.control("PUT", "/_mock/catalog", data)
+        body["catalog"] = {"items": catalog} if isinstance(catalog, list) else read_file(catalog)
     if options.get("accounts"):
-        handle.control("PUT", "/_mock/accounts", read_file(options["accounts"]))
-        handle.refresh()
+        body["accounts"] = read_file(options["accounts"])
+    created = server.control("POST", SANDBOXES_PATH, body)
+    cleanup.callback(server.control, "DELETE", f"{SANDBOXES_PATH}/{created['id']}")
+    handle = SandboxHandle(created["base_url"], admin_token=created["control_token"])
+    # Scenario files go one by one through the control API, so that a mistake in one is
+    # reported with its own file's line numbers.
     for path in _paths(options.get("scenarios")):
         folder = Path(path)
         files = sorted(folder.iterdir()) if folder.is_dir() else [folder]

@@ -9,7 +9,7 @@ import pytest
 import requests  # noqa: F401
 
 from mock_server.config import Settings
-from mock_server.testing import ServerThread
+from mock_server.testing import SandboxHandle, ServerThread
 
 pytest_plugins = ["pytester"]
 
@@ -266,6 +266,8 @@ def running_sandbox():
 
 
 def test_same_tests_run_against_a_running_instance(suite, running_sandbox):
+    server = SandboxHandle(running_sandbox.url)
+    default_now = server.now()
     suite.makepyfile(
         """
         import pytest
@@ -273,7 +275,8 @@ def test_same_tests_run_against_a_running_instance(suite, running_sandbox):
 
         @pytest.mark.parametrize("run", [1, 2])
         def test_remote(mock_server, run):
-            assert mock_server.orders() == [], "each test starts with a reset"
+            assert "/_mock/sandboxes/sbx-" in mock_server.url, "a sandbox of its own"
+            assert mock_server.orders() == []
             assert mock_server.now() == "2026-01-01T00:00:00.000Z"
             create(mock_server, login(mock_server), {"item_id": 1001})
             mock_server.advance(3)
@@ -285,16 +288,62 @@ def test_same_tests_run_against_a_running_instance(suite, running_sandbox):
             response = create(mock_server, login(mock_server), {"item_id": 1001})
             assert response.json()["detail"] == "Item 1001 does not exist"
 
-        @pytest.mark.mock_server(clock="real")
-        def test_needs_real_clock(mock_server):
-            pass
+        @pytest.mark.mock_server(clock="real", seed=3)
+        def test_real_clock_of_its_own(mock_server):
+            assert mock_server.clock_mode == "real"
         """
     )
-    result = suite.runpytest(
-        "-p", "no:cacheprovider", "-rs", f"--mock-server-url={running_sandbox.url}"
+    result = suite.runpytest("-p", "no:cacheprovider", f"--mock-server-url={running_sandbox.url}")
+    result.assert_outcomes(passed=4)
+    assert [s["id"] for s in server.control("GET", "/_mock/sandboxes")["sandboxes"]] == [
+        "default"
+    ], "each test's sandbox is deleted at teardown"
+    assert server.orders() == [] and server.now() == default_now, "the default is untouched"
+
+
+def test_parallel_workers_share_one_server_safely(suite, running_sandbox):
+    """pytest -n 4 against one server: every test advances its own clock and resets its
+    own sandbox while the others run; none sees another's orders or time."""
+    suite.makepyfile(
+        """
+        import pytest
+        from helpers import login, create
+
+        @pytest.mark.parametrize("run", range(12))
+        def test_isolated(mock_server, run):
+            auth = login(mock_server)
+            for _ in range(run % 3 + 1):
+                create(mock_server, auth, {"item_id": 1001})
+            mock_server.advance(run + 1)
+            assert mock_server.now() == f"2026-01-01T00:00:{run + 1:02d}.000Z"
+            assert len(mock_server.orders()) == run % 3 + 1
+            mock_server.reset()
+            assert mock_server.orders() == []
+        """
     )
-    result.assert_outcomes(passed=3, skipped=1)
-    result.stdout.fnmatch_lines(["*needs a real clock*runs a manual one*"])
+    result = suite.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "4", f"--mock-server-url={running_sandbox.url}"
+    )
+    result.assert_outcomes(passed=12)
+
+
+def test_remote_mode_creates_its_sandboxes_with_the_admin_token(suite):
+    server = ServerThread(Settings(clock="manual", port=0, seed=1, admin_token="s3cret")).start()
+    try:
+        suite.makepyfile(
+            """
+            def test_guarded(mock_server):
+                assert mock_server.orders() == []
+            """
+        )
+        url = f"--mock-server-url={server.url}"
+        denied = suite.runpytest("-p", "no:cacheprovider", url)
+        denied.assert_outcomes(errors=1)
+        denied.stdout.fnmatch_lines(["*401*admin token*"])
+        allowed = suite.runpytest("-p", "no:cacheprovider", url, "--mock-server-admin-token=s3cret")
+        allowed.assert_outcomes(passed=1)
+    finally:
+        server.stop()
 
 
 def test_a_crashed_background_job_fails_the_test(suite):
