@@ -237,7 +237,7 @@ async def test_list_read_and_delete(client, wall):
     listing = (await (await client.get("/_mock/sandboxes")).json())["sandboxes"]
     assert [entry["id"] for entry in listing] == ["default", sandbox["id"]]
     default, entry = listing
-    assert default["expires_at"] is None
+    assert default["expires_at"] is None and default["last_used_at"] is None
     assert entry["orders"] == 1
     assert entry["base_url"] == sandbox["base_url"]
     assert entry["created_at"] < entry["last_used_at"]

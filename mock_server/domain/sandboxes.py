@@ -60,7 +60,8 @@ class Entry:
             "id": self.id,
             "base_url": server_url + self.base_path(),
             "created_at": iso(round(self.created_at, 3)),
-            "last_used_at": iso(round(self.last_used_at, 3)),
+            # The default sandbox never expires, so its use is not tracked.
+            "last_used_at": iso(round(self.last_used_at, 3)) if self.ttl is not None else None,
             "expires_at": iso(round(expires, 3)) if expires is not None else None,
             "orders": len(self.sandbox.state.orders),
         }

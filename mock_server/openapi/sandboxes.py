@@ -129,7 +129,7 @@ def sandbox_schemas() -> dict[str, Schema]:
                 "id": string(),
                 "base_url": string(),
                 "created_at": iso,
-                "last_used_at": iso,
+                "last_used_at": nullable(iso),
                 "expires_at": nullable(iso),
                 "orders": integer(minimum=0),
             },
