@@ -11,15 +11,18 @@ from aiohttp import web
 
 from . import openapi
 from .api import merchant
+from .api.jsonio import dumps
 from .api.merchant import SANDBOX, WEBHOOKS
 from .api.middleware import make_middlewares
 from .api.routing import SANDBOXES, mirror_under_sandboxes
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
 from .control import accounts as control_accounts
+from .control import events as control_events
 from .control import handlers as control
 from .control import sandboxes as control_sandboxes
 from .control import scripting as control_scripting
+from .domain.events import EventHub
 from .domain.sandbox import Sandbox, StartupState
 from .domain.sandboxes import Sandboxes
 from .webhooks import WebhookSender
@@ -62,10 +65,12 @@ def create_app(
     control.add_routes(app)
     control_accounts.add_routes(app)
     control_scripting.add_routes(app)
+    control_events.add_routes(app)
     openapi.add_routes(app)
     mirror_under_sandboxes(app.router)  # every route so far, under each sandbox's base path
     control_sandboxes.add_routes(app)
     app.cleanup_ctx.append(_run_sandboxes)
+    app.on_shutdown.append(_end_event_streams)
     return app
 
 
@@ -74,7 +79,7 @@ def make_sandbox(
 ) -> Sandbox:
     """A sandbox wired to its own webhook sender (its own pooled HTTP client, so one
     sandbox's hanging receivers never hold another's deliveries)."""
-    sandbox = Sandbox(startup, clock=clock, namespace=namespace)
+    sandbox = Sandbox(startup, clock=clock, namespace=namespace, events=EventHub(dumps))
     sender = WebhookSender(sandbox)
     sandbox.webhooks = sender
     sandbox.settled_hooks.append(sender.order_settled)
@@ -96,6 +101,12 @@ async def _run_sandboxes(app: web.Application) -> AsyncIterator[None]:
     with contextlib.suppress(asyncio.CancelledError):
         await sweeper
     await sandboxes.close_all()
+
+
+async def _end_event_streams(app: web.Application) -> None:
+    """Open event streams would hold the shutdown up: end them first."""
+    for entry in app[SANDBOXES].entries():
+        entry.sandbox.events.close()
 
 
 async def _sweep(sandboxes: Sandboxes) -> None:

@@ -77,6 +77,8 @@ class WebhookSender:
             for delivery in copies:
                 self._schedule(delivery, first)
         order.set_webhook(primary.order_view())
+        for delivery in copies:
+            self._sandbox.delivery_changed(delivery)
 
     async def redeliver(self, delivery: Delivery) -> Delivery:
         """Send a delivery once more, now, whatever its status. A manual attempt does not
@@ -132,10 +134,12 @@ class WebhookSender:
         if state.deliveries.get(delivery.id) is not delivery:
             return
         delivery.record(Attempt(at, status_code, error, duration, manual))
+        self._sandbox.delivery_changed(delivery)
         if delivery.copy == 0:
             order = state.orders.get(delivery.order_id)
             if order is not None:
                 order.set_webhook(delivery.order_view())
+                self._sandbox.order_changed(order)
         if not manual and delivery.next_attempt_at is not None:
             self._schedule(delivery, delivery.next_attempt_at)
 

@@ -140,13 +140,15 @@ async def _merchant_call(
             },
             fault.status,
         )
-    sandbox.journal.record(
+    call = sandbox.journal.record(
         request.method,
         path,
         response.status,
         await _body_for_journal(request),
         sandbox.clock.now(),
     )
+    if sandbox.events.active:
+        sandbox.events.publish("journal", call.to_json())
     return response
 
 

@@ -33,11 +33,13 @@ class Journal:
     def __init__(self, size: int) -> None:
         self._calls: deque[Call] = deque(maxlen=size)
 
-    def record(self, method: str, path: str, status: int, body: bytes, at: float) -> None:
-        if self._calls.maxlen == 0:
-            return
+    def record(self, method: str, path: str, status: int, body: bytes, at: float) -> Call:
+        """Keep the call (unless the journal holds none) and answer it."""
         text = body[: MAX_BODY_CHARS * 4].decode("utf-8", "replace")[:MAX_BODY_CHARS]
-        self._calls.append(Call(method, path, status, text, at))
+        call = Call(method, path, status, text, at)
+        if self._calls.maxlen != 0:
+            self._calls.append(call)
+        return call
 
     def latest(self, limit: int | None = None) -> list[Call]:
         """Newest first."""

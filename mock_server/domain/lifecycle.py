@@ -20,13 +20,17 @@ from .settlement import partial_target, settle
 from .state import State
 
 Settled = Callable[[Order, WebhookChaos | None], None]
+Changed = Callable[[Order], None]
 
 
 class Lifecycle:
-    def __init__(self, state: State, scheduler: Scheduler, on_settled: Settled) -> None:
+    def __init__(
+        self, state: State, scheduler: Scheduler, on_settled: Settled, on_change: Changed
+    ) -> None:
         self._state = state
         self._scheduler = scheduler
         self._on_settled = on_settled
+        self._on_change = on_change
 
     def start(self, order: Order) -> None:
         self._schedule(order, 0)
@@ -36,6 +40,7 @@ class Lifecycle:
         order.move_to("processing", self._state.now(order.account_id))
         order.expected_code = None
         self._schedule(order, order.next_step + 1)
+        self._on_change(order)
 
     def cancel_all(self) -> None:
         for order in self._state.orders.values():
@@ -69,8 +74,9 @@ class Lifecycle:
             # The chain waits here: the next step is the processing a code brings.
             order.expected_code = step.expect_code
             order.next_step = index + 1
-            return
-        self._schedule(order, index + 1)
+        else:
+            self._schedule(order, index + 1)
+        self._on_change(order)
 
     def _settle(self, order: Order, step: Step, now: float) -> None:
         item = self._state.catalog.get(order.item_id)
@@ -109,3 +115,4 @@ class Lifecycle:
         if account is not None:
             self._state.ledger.refund(account, outcome.refund, order.id, now)
         self._on_settled(order, step.webhook)
+        self._on_change(order)  # after the webhook object is decided

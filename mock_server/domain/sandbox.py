@@ -31,6 +31,7 @@ from . import admin
 from .accounts import Account, AccountSpec
 from .catalog import Catalog
 from .deliveries import Delivery
+from .events import EventHub, encode_json
 from .faults import Faults
 from .journal import Journal
 from .lifecycle import Lifecycle
@@ -87,7 +88,12 @@ class Sandbox:
     """
 
     def __init__(
-        self, startup: StartupState, *, clock: Clock | None = None, namespace: str = ""
+        self,
+        startup: StartupState,
+        *,
+        clock: Clock | None = None,
+        namespace: str = "",
+        events: EventHub | None = None,
     ) -> None:
         self.startup = startup
         self.namespace = namespace
@@ -98,7 +104,9 @@ class Sandbox:
         )
         self.scheduler = Scheduler(clock)
         self.state = self._fresh_state(clock)
-        self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
+        #: What changed, for the readers of `GET /_mock/events` (DESIGN 13).
+        self.events = events or EventHub(encode_json)
+        self.lifecycle = self._new_lifecycle()
         self.queue: list[QueuedScenario] = []
         self.faults = Faults()
         self.journal = Journal(startup.journal_size)
@@ -140,6 +148,7 @@ class Sandbox:
         self.scheduler.reset(self.clock)
         if self.webhooks is not None:
             await self.webhooks.close()
+        self.events.close()
 
     # -- authentication -----------------------------------------------------------------
 
@@ -251,7 +260,9 @@ class Sandbox:
     # -- control operations -------------------------------------------------------------
 
     async def advance(self, seconds: float) -> float:
-        return await self.scheduler.advance(seconds)
+        now = await self.scheduler.advance(seconds)
+        self.events.publish("clock", {"now": iso(now)})
+        return now
 
     def reset(self, *, seed: int | None = None, start_time: float | None = None) -> None:
         """Back to the startup state; optionally with a new seed and start time."""
@@ -262,10 +273,11 @@ class Sandbox:
         self.scheduler.reset(clock)
         self.scenarios = {s.name: s for s in self.startup.scenarios}
         self.state = self._fresh_state(clock)
-        self.lifecycle = Lifecycle(self.state, self.scheduler, self._settled)
+        self.lifecycle = self._new_lifecycle()
         self.queue.clear()
         self.faults = Faults()  # fault ids restart too: same requests, same answers
         self.journal.clear()
+        self.events.publish("reset", {})
 
     def queue_scenario(
         self, name: Any, *, account_id: Any = None, count: Any = 1, replace: Any = False
@@ -399,7 +411,20 @@ class Sandbox:
             refs[order.merchant_order_id] = order.id
         self.state.ledger.charge(account, charge, order.id, now)
         self.lifecycle.start(order)
+        self.order_changed(order)
         return order
+
+    def order_changed(self, order: Order) -> None:
+        """Tell the event readers (if any) that `order` was created or changed."""
+        if self.events.active:
+            self.events.publish("order", {"order": order.to_json(), "account_id": order.account_id})
+
+    def delivery_changed(self, delivery: Delivery) -> None:
+        if self.events.active:
+            self.events.publish("delivery", delivery.to_json())
+
+    def _new_lifecycle(self) -> Lifecycle:
+        return Lifecycle(self.state, self.scheduler, self._settled, self.order_changed)
 
     def _settled(self, order: Order, chaos: WebhookChaos | None) -> None:
         for hook in self.settled_hooks:

@@ -17,6 +17,7 @@ from .control import (
     _control_inspection,
     _control_scenarios,
 )
+from .events import event_paths
 from .merchant import _merchant_paths, _plant_paths
 from .sandboxes import BASE_URL_NOTE, sandbox_paths
 from .schema_helpers import body, ref, string
@@ -39,6 +40,7 @@ TAGS = [
     ("Control: faults", "Faults injected into the merchant API."),
     ("Control: request journal", "The merchant API calls answered."),
     ("Control: sandboxes", "Isolated sandboxes in one server (DESIGN 12)."),
+    ("Control: live events", "What changes, as it happens (DESIGN 13)."),
 ]
 
 DESCRIPTION = f"""\
@@ -113,6 +115,7 @@ def build_openapi() -> dict[str, Any]:
         | _control_scenarios()
         | _control_inspection()
         | sandbox_paths()
+        | event_paths()
     )
     return {
         "openapi": "3.1.0",

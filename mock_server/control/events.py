@@ -1,0 +1,55 @@
+"""`GET /_mock/events`: the sandbox's live event stream as Server-Sent Events (DESIGN 13).
+
+The first event is `ready` (`{"now"}`); then `order`, `delivery`, `clock`, `reset` and
+`journal` as they happen. Frames waiting for this reader go out in one write; a
+comment line every 15 s of quiet keeps proxies from closing the stream. A reader that
+falls `READER_BUFFER` frames behind gets `overflow` and the stream ends: reconnect and
+re-read the state.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..api.routing import sandbox_of
+from ..clock import iso
+from ..domain.events import READER_BUFFER
+
+KEEP_ALIVE_SECONDS = 15.0
+
+
+async def stream_events(request: web.Request) -> web.StreamResponse:
+    sandbox = sandbox_of(request)
+    hub = sandbox.events
+    reader = hub.subscribe()
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache",
+            "X-Accel-Buffering": "no",  # nginx: pass each event on as it comes
+        }
+    )
+    try:
+        await response.prepare(request)
+        await response.write(hub.frame("ready", {"now": iso(sandbox.clock.now())}))
+        while True:
+            batch = await reader.next_batch(KEEP_ALIVE_SECONDS)
+            if reader.overflowed:
+                detail = f"more than {READER_BUFFER} events behind: reconnect, re-read the state"
+                await response.write(hub.frame("overflow", {"detail": detail}))
+                break
+            if batch:
+                await response.write(batch)
+            elif reader.closed:
+                break
+            else:
+                await response.write(b": keep-alive\n\n")
+    except (ConnectionResetError, OSError):
+        pass  # the reader went away
+    finally:
+        hub.unsubscribe(reader)
+    return response
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/_mock/events", stream_events)
