@@ -64,22 +64,29 @@ class ManualClock(Clock):
     mode = "manual"
 
     def __init__(self, start: float) -> None:
-        self._micros = round(start * 1_000_000)
+        self._set(round(start * 1_000_000))
+
+    def _set(self, micros: int) -> None:
+        self._micros = micros
+        # One float per instant, shared by every timestamp taken at it: orders settled
+        # together kept a 24-byte copy each per time they recorded.
+        self._now = micros / 1_000_000
 
     def now(self) -> float:
-        return self._micros / 1_000_000
+        return self._now
 
     def advance(self, seconds: float) -> float:
         if seconds < 0:
             raise ClockError("the clock only moves forward: seconds must be >= 0")
-        self._micros += round(seconds * 1_000_000)
-        return self.now()
+        self._set(self._micros + round(seconds * 1_000_000))
+        return self._now
 
     def move_to(self, when: float) -> None:
         micros = round(when * 1_000_000)
         if micros < self._micros:
             raise ClockError("the clock only moves forward")
-        self._micros = micros
+        if micros != self._micros:
+            self._set(micros)
 
     def wall_delay(self, virtual_seconds: float) -> float:
         return float("inf")
