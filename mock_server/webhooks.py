@@ -11,7 +11,6 @@ real time is a failure. One pooled client session serves every delivery.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import time
 from functools import partial
@@ -19,7 +18,8 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from .domain.deliveries import Attempt, Delivery, event_body
+# `sign` lives with the deliveries it signs; it is still `mock_server.webhooks.sign`.
+from .domain.deliveries import SIGNATURE_PREFIX, Attempt, Delivery, sign, signed_headers
 from .domain.orders import Order
 from .scenarios import WebhookChaos
 
@@ -28,13 +28,6 @@ if TYPE_CHECKING:
 
 #: A whole attempt (connect, send, read) must finish within this many real seconds.
 ATTEMPT_TIMEOUT = 10.0
-_PREFIX = "sha256="
-
-
-def sign(secret: str, body: bytes) -> str:
-    """The signature header value for `body`: `sha256=<hex HMAC-SHA256>`."""
-    digest = hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
-    return _PREFIX + digest
 
 
 def verify(secret: str, body: bytes, header: str | None) -> bool:
@@ -45,9 +38,9 @@ def verify(secret: str, body: bytes, header: str | None) -> bool:
     if not header:
         return False
     candidate = header.strip()
-    if candidate.lower().startswith(_PREFIX):
-        candidate = candidate[len(_PREFIX) :]
-    expected = sign(secret, body)[len(_PREFIX) :]
+    if candidate.lower().startswith(SIGNATURE_PREFIX):
+        candidate = candidate[len(SIGNATURE_PREFIX) :]
+    expected = sign(secret, body)[len(SIGNATURE_PREFIX) :]
     return hmac.compare_digest(candidate.lower().encode(), expected.encode())
 
 
@@ -66,8 +59,7 @@ class WebhookSender:
             order.set_webhook(None)
             return
         chaos = chaos or WebhookChaos()
-        body = event_body(order)
-        copies = [self._new_delivery(order, body, copy) for copy in range(1 + chaos.duplicate)]
+        copies = [self._new_delivery(order, copy) for copy in range(1 + chaos.duplicate)]
         primary = copies[0]
         if chaos.drop:
             for delivery in copies:
@@ -76,7 +68,7 @@ class WebhookSender:
             first = state.now(order.account_id) + chaos.delay
             for delivery in copies:
                 self._schedule(delivery, first)
-        order.set_webhook(primary.order_view())
+        order.set_webhook(primary)
         for delivery in copies:
             self._sandbox.delivery_changed(delivery)
 
@@ -94,9 +86,9 @@ class WebhookSender:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _new_delivery(self, order: Order, body: bytes, copy: int) -> Delivery:
+    def _new_delivery(self, order: Order, copy: int) -> Delivery:
         state = self._sandbox.state
-        delivery = Delivery(state.randomness.uuid(), order.id, order.account_id, body, copy=copy)
+        delivery = Delivery(state.randomness.uuid(), order, copy=copy)
         state.deliveries[delivery.id] = delivery
         state.deliveries_by_order.setdefault(order.id, []).append(delivery)
         return delivery
@@ -125,11 +117,9 @@ class WebhookSender:
         if account is None or not url:
             error = "no webhook URL configured"
         else:
-            signature = sign(account.webhook_secret, delivery.body)
-            headers = {"Content-Type": "application/json"}
-            headers |= {name: signature for name in account.signature_headers}
-            delivery.url, delivery.headers = url, headers
-            status_code, error = await self._post(url, delivery.body, headers)
+            secret, names, body = account.webhook_secret, account.signature_headers, delivery.body
+            delivery.sent_with(url, secret, names)
+            status_code, error = await self._post(url, body, signed_headers(secret, names, body))
         duration = round((time.perf_counter() - started) * 1000, 2)
         if state.deliveries.get(delivery.id) is not delivery:
             return
@@ -138,7 +128,7 @@ class WebhookSender:
         if delivery.copy == 0:
             order = state.orders.get(delivery.order_id)
             if order is not None:
-                order.set_webhook(delivery.order_view())
+                order.set_webhook(delivery)
                 self._sandbox.order_changed(order)
         if not manual and delivery.next_attempt_at is not None:
             self._schedule(delivery, delivery.next_attempt_at)
