@@ -22,6 +22,7 @@ from .control import events as control_events
 from .control import handlers as control
 from .control import sandboxes as control_sandboxes
 from .control import scripting as control_scripting
+from .control import ui as control_ui
 from .domain.events import EventHub
 from .domain.sandbox import Sandbox, StartupState
 from .domain.sandboxes import Sandboxes
@@ -66,6 +67,7 @@ def create_app(
     control_accounts.add_routes(app)
     control_scripting.add_routes(app)
     control_events.add_routes(app)
+    control_ui.add_routes(app)
     openapi.add_routes(app)
     mirror_under_sandboxes(app.router)  # every route so far, under each sandbox's base path
     control_sandboxes.add_routes(app)

@@ -281,6 +281,7 @@ def banner(app: web.Application, url: str) -> str:
             f"  catalog      {len(sandbox.state.catalog)} items",
             f"  scenarios    {len(sandbox.scenarios)} ({', '.join(sandbox.scenarios)})",
             f"  clock        {clock.mode}{scale}, seed {sandbox.seed}",
+            f"  dashboard    {url}/_mock/ui/",
             f"  try          {token_call}",
         ]
     )

@@ -82,6 +82,14 @@ class Scheduler:
     def pending(self) -> int:
         return sum(1 for job in self._heap if not job.cancelled)
 
+    def upcoming(self, limit: int) -> list[dict[str, Any]]:
+        """The next `limit` jobs in the order they will run: due time, what, whose."""
+        live = (job for job in self._heap if not job.cancelled)
+        return [
+            {"due": iso(job.due), "job": _label(job), "owner": job.owner}
+            for job in heapq.nsmallest(limit, live)
+        ]
+
     def reset(self, clock: Clock) -> None:
         """Forget every job and run on `clock` from now on; running I/O is cancelled."""
         self.clock = clock
@@ -184,7 +192,7 @@ class Scheduler:
                 self._record_failure(job, exc)
 
     def _record_failure(self, job: Job, exc: BaseException) -> None:
-        label = job.label if isinstance(job.label, str) else " ".join(map(str, job.label))
+        label = _label(job)
         log.error("scheduled job %s failed", label or job.seq, exc_info=exc)
         self.failures.append(
             {
@@ -194,3 +202,9 @@ class Scheduler:
                 "error": "".join(traceback.format_exception_only(exc)).strip(),
             }
         )
+
+
+def _label(job: Job) -> str:
+    """`order <id> step 2 processing`, `webhook <id> attempt 1`: labels are tuples until
+    shown, so scheduling never pays for the string."""
+    return job.label if isinstance(job.label, str) else " ".join(map(str, job.label))

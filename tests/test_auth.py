@@ -114,7 +114,7 @@ async def test_expired_token_does_not_create_orders(merchant):
     fresh = await login(merchant.client)
     assert await fresh.balance() == 1000.0
     orders = await (await merchant.client.get("/_mock/orders")).json()
-    assert orders == {"orders": []}
+    assert orders == {"orders": [], "total": 0}
 
 
 async def test_bearer_scheme_is_case_insensitive(merchant):

@@ -301,6 +301,7 @@ def test_env_vars_configure_port_clock_and_seed(launch):
     clock = banner_value(server, "clock")
     assert clock.startswith("manual")
     assert "seed 7" in clock
+    assert banner_value(server, "dashboard") == f"{server.url}/_mock/ui/"
     token_of(server)
 
 

@@ -67,7 +67,7 @@ async def test_reset_returns_to_startup_state(merchant):
     await merchant.advance(10)
     response = await merchant.client.post("/_mock/reset")
     assert response.status == 200
-    assert (await (await merchant.client.get("/_mock/orders")).json()) == {"orders": []}
+    assert (await (await merchant.client.get("/_mock/orders")).json()) == {"orders": [], "total": 0}
     clock = await (await merchant.client.get("/_mock/clock")).json()
     assert clock["now"] == "2026-01-01T00:00:00.000Z"
     fresh = await login(merchant.client)
@@ -138,9 +138,46 @@ async def test_a_crashed_job_is_kept_and_shown_not_lost(merchant, monkeypatch):
 
 
 async def test_jobs_counts_what_waits_on_the_clock(merchant):
-    await merchant.create({"item_id": 1001})
+    _, order = await merchant.create({"item_id": 1001})
     jobs = await (await merchant.client.get("/_mock/jobs")).json()
-    assert jobs == {"pending": 1, "failures": []}
+    account = order["created_by"]["id"]
+    assert jobs == {
+        "pending": 1,
+        "upcoming": [
+            {
+                "due": "2026-01-01T00:00:01.000Z",
+                "job": f"order {order['id']} step 1 processing",
+                "owner": account,
+            }
+        ],
+        "failures": [],
+    }
+
+
+async def test_upcoming_jobs_come_in_the_order_they_will_run(merchant):
+    first = (await merchant.create({"item_id": 1001}, **{"X-Mock-Scenario": "slow_fulfillment"}))[1]
+    second = (await merchant.create({"item_id": 1001}))[1]
+    await merchant.advance(1)  # the second is processing; its completion is due at 3 s
+    jobs = await (await merchant.client.get("/_mock/jobs?upcoming=5")).json()
+    assert [(job["due"], job["job"].split()[1]) for job in jobs["upcoming"]] == [
+        ("2026-01-01T00:00:03.000Z", second["id"]),
+        ("2026-01-01T00:00:30.000Z", first["id"]),
+    ]
+    limited = await (await merchant.client.get("/_mock/jobs?upcoming=1")).json()
+    assert len(limited["upcoming"]) == 1 and limited["pending"] == 2
+    response = await merchant.client.get("/_mock/jobs?upcoming=-1")
+    assert response.status == 400
+
+
+async def test_orders_are_listed_a_page_at_a_time_newest_first_on_request(merchant):
+    created = [(await merchant.create({"item_id": 1001}))[1]["id"] for _ in range(5)]
+    page = await (await merchant.client.get("/_mock/orders?sort=newest&limit=2")).json()
+    assert [o["id"] for o in page["orders"]] == created[::-1][:2]
+    assert page["total"] == 5
+    page = await (await merchant.client.get("/_mock/orders?offset=4&limit=2")).json()
+    assert [o["id"] for o in page["orders"]] == created[4:]
+    for bad in ("sort=random", "offset=-1", "limit=x"):
+        assert (await merchant.client.get(f"/_mock/orders?{bad}")).status == 400
 
 
 async def test_lookup_after_reset_never_shows_the_previous_order_with_that_id(merchant):

@@ -731,7 +731,7 @@ async def test_reset_restores_balance_stock_orders_and_clock(merchant: Merchant)
     clock = await (await merchant.client.get("/_mock/clock")).json()
     assert clock["now"] == START_ISO
     assert clock["mode"] == "manual"
-    assert (await mock_orders(merchant))[1] == {"orders": []}
+    assert (await mock_orders(merchant))[1] == {"orders": [], "total": 0}
     await relogin(merchant)
     assert await merchant.balance() == 1000.0
     status, _ = await merchant.call("GET", f"/api/v1/orders/{old['id']}")
@@ -748,7 +748,7 @@ async def test_reset_cancels_fulfillment_of_orders_in_flight(merchant: Merchant)
     await merchant.advance(1)
     await merchant.client.post("/_mock/reset")
     await merchant.advance(60)
-    assert (await mock_orders(merchant))[1] == {"orders": []}
+    assert (await mock_orders(merchant))[1] == {"orders": [], "total": 0}
     await relogin(merchant)
     assert await merchant.balance() == 1000.0
 

@@ -26,6 +26,8 @@ from mock_server.openapi import DOCUMENT_PATHS, build_openapi
 from tests.conftest import BASE_SETTINGS, SPEC_ORDER_FIELDS, Merchant, login
 
 DOC = build_openapi()
+#: The dashboard's page and the redirects to it: a page, not an API operation.
+PAGE_PATHS = ("/", "/_mock/ui", "/_mock/ui/", "/_mock/ui/{name}")
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "options", "head", "trace"}
 REGISTRY = Registry().with_resource(
     "urn:openapi", Resource.from_contents(DOC, default_specification=DRAFT202012)
@@ -55,7 +57,7 @@ def served_operations(app: web.Application) -> set[tuple[str, str]]:
     served = set()
     for resource in app.router.resources():
         path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", resource.canonical)
-        if path in DOCUMENT_PATHS or path.startswith(MIRROR + "/"):
+        if path in DOCUMENT_PATHS + PAGE_PATHS or path.startswith(MIRROR + "/"):
             continue
         for route in resource:
             if route.method != "HEAD":

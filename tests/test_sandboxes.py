@@ -136,7 +136,7 @@ async def test_nothing_one_sandbox_does_is_visible_to_another_or_to_the_default(
     assert await clock_now(client, second["base"]) == start
     for base in ("", second["base"]):
         orders = await (await client.get(f"{base}/_mock/orders")).json()
-        assert orders == {"orders": []}
+        assert orders == {"orders": [], "total": 0}
         faults = await (await client.get(f"{base}/_mock/faults")).json()
         assert faults == {"faults": []}
         scenarios = await (await client.get(f"{base}/_mock/scenarios")).json()

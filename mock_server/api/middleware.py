@@ -27,6 +27,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 CONTROL_PREFIX = "/_mock"
 NOT_MERCHANT_PREFIXES = (CONTROL_PREFIX, "/openapi.json", "/docs")
+#: The dashboard's page and files carry no data: open even with --admin-token.
+PAGE_PREFIXES = ("/_mock/ui",)
 ALLOWED_HEADERS = "Authorization, Content-Type, X-Mock-Scenario"
 ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 _HTTP_CODES = {
@@ -56,7 +58,7 @@ def make_middlewares(*, cors_origin: str, admin_token: str | None, max_body: int
             response.headers["Access-Control-Max-Age"] = "600"
         else:
             sandbox_id, path = inner_path(request)
-            if path.startswith(NOT_MERCHANT_PREFIXES):
+            if path.startswith(NOT_MERCHANT_PREFIXES) or path == "/":
                 # Control API and API documents: no faults, no journal entry.
                 response = await _answer(
                     request, _control(handler, admin_token, sandbox_id, path), max_body
@@ -75,7 +77,12 @@ def _control(handler: Handler, admin_token: str | None, sandbox_id: str | None, 
 
     async def run(request: web.Request) -> web.StreamResponse:
         sandboxes = request.app[SANDBOXES]
-        if admin_token is not None and path.startswith(CONTROL_PREFIX) and path != HEALTH_PATH:
+        if (
+            admin_token is not None
+            and path.startswith(CONTROL_PREFIX)
+            and path != HEALTH_PATH
+            and not path.startswith(PAGE_PREFIXES)
+        ):
             # Reading a sandbox's own entry is one of its control calls too.
             own = sandbox_id
             if own is None and request.method in ("GET", "HEAD"):

@@ -67,7 +67,14 @@ async def advance_clock(request: web.Request) -> web.Response:
 
 async def read_jobs(request: web.Request) -> web.Response:
     scheduler = sandbox_of(request).scheduler
-    return json_response({"pending": scheduler.pending(), "failures": list(scheduler.failures)})
+    limit = _count(request.query.get("upcoming"), "upcoming", default=20)
+    return json_response(
+        {
+            "pending": scheduler.pending(),
+            "upcoming": scheduler.upcoming(limit),
+            "failures": list(scheduler.failures),
+        }
+    )
 
 
 async def list_orders(request: web.Request) -> web.Response:
@@ -77,7 +84,24 @@ async def list_orders(request: web.Request) -> web.Response:
         status=query.get("status"),
         merchant_order_id=query.get("merchant_order_id"),
     )
-    return json_response({"orders": [order.to_json() for order in orders]})
+    sort = query.get("sort", "oldest")
+    if sort not in ("oldest", "newest"):
+        raise validation_error("sort must be 'oldest' (creation order) or 'newest'")
+    if sort == "newest":
+        orders.reverse()
+    offset = _count(query.get("offset"), "offset", default=0)
+    limit = _count(query.get("limit"), "limit", default=None)
+    page = orders[offset:] if limit is None else orders[offset : offset + limit]
+    return json_response({"orders": [order.to_json() for order in page], "total": len(orders)})
+
+
+def _count(raw: str | None, name: str, *, default: int | None) -> int | None:
+    """A non-negative integer query parameter."""
+    if raw is None:
+        return default
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+        raise validation_error(f"{name} must be a non-negative integer")
+    return int(raw)
 
 
 async def read_order(request: web.Request) -> web.Response:

@@ -134,8 +134,13 @@ def _control_basics() -> dict[str, dict[str, Any]]:
         "clock",
         ("200", "Pending jobs and recent failures.", ref("Jobs")),
         description="How many scheduled jobs (fulfillment steps, webhook attempts) wait on "
-        "the clock, and the last 100 that raised: a crashed job is logged and shown here, "
-        "never lost. The pytest plugin fails a test whose sandbox recorded one.",
+        "the clock, the next ones with their due times, and the last 100 that raised: a "
+        "crashed job is logged and shown here, never lost. The pytest plugin fails a test "
+        "whose sandbox recorded one.",
+        parameters=[
+            query_param("upcoming", "How many upcoming jobs to list (20).", integer(minimum=0))
+        ],
+        errors=bad_request("An `upcoming` that is not a non-negative integer."),
     )
     return {
         HEALTH_PATH: {"get": health},
@@ -336,8 +341,15 @@ def _control_inspection() -> dict[str, dict[str, Any]]:
                     query_param("account_id", "Only this account's.", string()),
                     status_filter,
                     query_param("merchant_order_id", "Exactly this reference.", string()),
+                    query_param(
+                        "sort",
+                        "`oldest` first (creation order) or `newest` first.",
+                        enum(["oldest", "newest"]),
+                    ),
+                    query_param("offset", "Skip this many (after sorting).", integer(minimum=0)),
+                    query_param("limit", "At most this many.", integer(minimum=0)),
                 ],
-                errors=bad_request("An unknown `status`."),
+                errors=bad_request("An unknown `status` or `sort`, a bad `offset` or `limit`."),
             )
         },
         "/_mock/orders/{order_id}": {

@@ -329,6 +329,19 @@ def _inspection_schemas() -> dict[str, Schema]:
         "Jobs": obj(
             {
                 "pending": integer("Jobs waiting on the clock.", minimum=0),
+                "upcoming": array(
+                    obj(
+                        {
+                            "due": timestamp("When it will run."),
+                            "job": string(
+                                "What it will do: `order <id> step <n> <status>` or "
+                                "`webhook <delivery id> attempt <n>`."
+                            ),
+                            "owner": string("The account it belongs to."),
+                        }
+                    ),
+                    "The next jobs in the order they will run.",
+                ),
                 "failures": array(
                     obj(
                         {
@@ -350,7 +363,12 @@ def _inspection_schemas() -> dict[str, Schema]:
                 "seed": integer(),
             }
         ),
-        "OrderList": obj({"orders": array(ref("Order"))}),
+        "OrderList": obj(
+            {
+                "orders": array(ref("Order"), "The page asked for."),
+                "total": integer("Orders matching the filters, on every page.", minimum=0),
+            }
+        ),
         "OrderDetail": obj(
             {
                 "order": ref("Order"),
