@@ -71,15 +71,54 @@ class Match:
         product_type: str,
         quantity: int | Decimal,
     ) -> bool:
-        if self.merchant_order_id is not None and (
-            merchant_order_id is None or not self.merchant_order_id.search(merchant_order_id)
-        ):
-            return False
+        return (
+            self.first_failure(
+                merchant_order_id=merchant_order_id,
+                item_id=item_id,
+                product_type=product_type,
+                quantity=quantity,
+            )
+            is None
+        )
+
+    def first_failure(
+        self,
+        *,
+        merchant_order_id: str | None,
+        item_id: int,
+        product_type: str,
+        quantity: int | Decimal,
+    ) -> tuple[str, str] | None:
+        """The first key that does not hold, and why in words; None when all hold."""
+        pattern = self.merchant_order_id
+        if pattern is not None:
+            if merchant_order_id is None:
+                return "merchant_order_id", f"no merchant_order_id to match {pattern.pattern!r}"
+            if not pattern.search(merchant_order_id):
+                return (
+                    "merchant_order_id",
+                    f"merchant_order_id {merchant_order_id!r} does not match {pattern.pattern!r}",
+                )
         if self.item_id is not None and self.item_id != item_id:
-            return False
+            return "item_id", f"item_id {item_id} is not {self.item_id}"
         if self.product_type is not None and self.product_type != product_type:
-            return False
-        return self.quantity_min is None or quantity >= self.quantity_min
+            return "product_type", f"product_type {product_type!r} is not {self.product_type!r}"
+        if self.quantity_min is not None and quantity < self.quantity_min:
+            return "quantity_min", f"quantity {quantity} is below {self.quantity_min}"
+        return None
+
+    def describe(self) -> str:
+        """The keys that must hold, in words: `merchant_order_id ~ '^timeout-'`."""
+        parts = []
+        if self.merchant_order_id is not None:
+            parts.append(f"merchant_order_id ~ {self.merchant_order_id.pattern!r}")
+        if self.item_id is not None:
+            parts.append(f"item_id = {self.item_id}")
+        if self.product_type is not None:
+            parts.append(f"product_type = {self.product_type}")
+        if self.quantity_min is not None:
+            parts.append(f"quantity >= {self.quantity_min}")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)

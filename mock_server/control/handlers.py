@@ -115,6 +115,7 @@ def order_detail(order: Order, deliveries: list[Delivery]) -> dict[str, Any]:
         "order": order.to_json(),
         "account_id": order.account_id,
         "scenario": order.scenario.name,
+        "scenario_reason": order.scenario_reason.to_json() if order.scenario_reason else None,
         "history": order.history_json(),
         "deliveries": [delivery.to_json() for delivery in deliveries],
     }

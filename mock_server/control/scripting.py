@@ -55,6 +55,10 @@ async def queue_next(request: web.Request) -> web.Response:
     return json_response(entry.to_json(), status=201)
 
 
+async def explain_scenario(request: web.Request) -> web.Response:
+    return json_response(sandbox_of(request).explain(await read_object(request)))
+
+
 async def list_faults(request: web.Request) -> web.Response:
     faults = sandbox_of(request).faults.list()
     return json_response({"faults": [fault.to_json() for fault in faults]})
@@ -86,6 +90,7 @@ def add_routes(app: web.Application) -> None:
     router.add_get("/_mock/scenarios", list_scenarios)
     router.add_post("/_mock/scenarios", load_scenarios)
     router.add_post("/_mock/scenarios/next", queue_next)
+    router.add_post("/_mock/scenarios/explain", explain_scenario)
     router.add_get("/_mock/faults", list_faults)
     router.add_post("/_mock/faults", add_fault)
     router.add_delete("/_mock/faults", clear_faults)

@@ -13,6 +13,7 @@ from .money import major
 if TYPE_CHECKING:
     from ..scenarios import Scenario
     from ..scheduler import Job
+    from .selection import ScenarioReason
 
 TERMINAL = frozenset({"completed", "partial", "failed"})
 STATUSES = ("pending", "processing", "need_client_code", "completed", "partial", "failed")
@@ -61,6 +62,8 @@ class Order:
     next_step: int = 0
     expected_code: str | None = None
     timer: Job | None = None
+    #: How its scenario was chosen (DESIGN 15); shared between orders chosen alike.
+    scenario_reason: ScenarioReason | None = None
     #: Bumped by every change the merchant can see, so a rendering of the order can be
     #: reused until the order changes (lookups are the hottest call). Visible fields
     #: change only through `move_to` (settlement sets its fields just before) and

@@ -27,7 +27,7 @@ from ..errors import (
 from ..scenarios import Scenario, WebhookChaos, parse_scenarios
 from ..scheduler import Scheduler
 from ..sourcefile import ConfigError
-from . import admin
+from . import admin, selection
 from .accounts import Account, AccountSpec
 from .catalog import Catalog
 from .deliveries import Delivery
@@ -43,9 +43,6 @@ from .state import State
 
 if TYPE_CHECKING:
     from ..webhooks import WebhookSender
-
-DEFAULT_SCENARIO = "happy_path"
-CLIENT_CODE_SCENARIO = "need_client_code"
 
 
 @dataclass(frozen=True)
@@ -202,8 +199,13 @@ class Sandbox:
                 f"merchant_order_id {ref!r} was already used by order {existing}"
             )
         queued = None if forced else self._queued_for(account)
-        scenario = forced or (queued.scenario if queued else None)
-        scenario = scenario or self._select_scenario(request)
+        if forced is not None:
+            scenario, why = forced, selection.by_header(forced.name)
+        elif queued is not None:
+            scenario = queued.scenario
+            why = selection.by_queue(scenario.name, queued.account_id, queued.remaining)
+        else:
+            scenario, why = selection.automatic(self.scenarios, _candidate(request))
         unit_price = request.item.unit_price(account.has_active_subscription)
         if scenario.pricing is not None:
             unit_price = scenario.pricing.apply(unit_price)
@@ -221,6 +223,7 @@ class Sandbox:
                 f"is {major(account.balance):.2f}"
             )
         order = self._place(account, request, scenario, unit_price, charge)
+        order.scenario_reason = why
         if queued is not None and queued.remaining is not None:
             queued.remaining -= 1
             if queued.remaining == 0:
@@ -302,6 +305,49 @@ class Sandbox:
         self.queue.append(entry)
         return entry
 
+    def explain(self, body: Any) -> dict[str, Any]:
+        """`POST /_mock/scenarios/explain`: the scenario an order request would get, why,
+        and for every scenario with a `match` the first key that failed (DESIGN 15).
+        Nothing is created, charged or taken from the queue."""
+        if not isinstance(body, dict):
+            raise validation_error("The request body must be a JSON object")
+        unknown = sorted(set(body) - {"body", "account_id", "headers"})
+        if unknown:
+            raise validation_error(
+                f"unknown key {unknown[0]!r}: send body, and optionally account_id and headers"
+            )
+        account = self._explained_account(body.get("account_id"))
+        headers = body.get("headers") or {}
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            raise validation_error("headers must be an object of strings")
+        named = next((v for k, v in headers.items() if k.lower() == "x-mock-scenario"), None)
+        forced = self._named_scenario(named) if named is not None else None
+        request = body.get("body")
+        if not isinstance(request, dict):
+            raise validation_error("body must be the order request: a JSON object")
+        parsed = parse_order_request(request, self.state.catalog)
+        candidate = _candidate(parsed)
+        queued = self._queued_for(account) if account is not None else None
+        if forced is not None:
+            scenario, why = forced, selection.by_header(forced.name)
+        elif queued is not None:
+            scenario = queued.scenario
+            why = selection.by_queue(scenario.name, queued.account_id, queued.remaining)
+        else:
+            scenario, why = selection.automatic(self.scenarios, candidate)
+        return {
+            "scenario": scenario.name,
+            "reason": why.to_json(),
+            "near_misses": selection.near_misses(self.scenarios, candidate),
+        }
+
+    def _explained_account(self, account_id: Any) -> Account | None:
+        if account_id is None:
+            return next(iter(self.state.accounts.values()), None)
+        if not isinstance(account_id, str) or account_id not in self.state.accounts:
+            raise not_found(f"Account {account_id} not found")
+        return self.state.accounts[account_id]
+
     def replace_accounts(self, data: Any) -> list[Account]:
         """Every account replaced (see `admin.replace_accounts`); queue entries aimed at
         the replaced accounts go with them."""
@@ -364,20 +410,6 @@ class Sandbox:
             if entry.account_id in (None, account.id):
                 return entry
         return None
-
-    def _select_scenario(self, request: OrderRequest) -> Scenario:
-        item = request.item
-        for scenario in self.scenarios.values():
-            if scenario.match is not None and scenario.match.holds(
-                merchant_order_id=request.merchant_order_id,
-                item_id=item.id,
-                product_type=item.product_type,
-                quantity=request.quantity,
-            ):
-                return scenario
-        if item.client_code and CLIENT_CODE_SCENARIO in self.scenarios:
-            return self.scenarios[CLIENT_CODE_SCENARIO]
-        return self.scenarios[DEFAULT_SCENARIO]
 
     def _place(
         self,
@@ -450,3 +482,14 @@ def _initial_webhook() -> dict[str, Any]:
         "last_attempt_at": None,
         "next_attempt_at": None,
     }
+
+
+def _candidate(request: OrderRequest) -> selection.Candidate:
+    item = request.item
+    return selection.Candidate(
+        merchant_order_id=request.merchant_order_id,
+        item_id=item.id,
+        product_type=item.product_type,
+        quantity=request.quantity,
+        client_code=item.client_code,
+    )

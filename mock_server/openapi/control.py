@@ -325,6 +325,31 @@ def _control_scenarios() -> dict[str, dict[str, Any]]:
                 errors=not_found("account"),
             ),
         },
+        "/_mock/scenarios/explain": {
+            "post": control(
+                "mockExplainScenario",
+                "Which scenario an order request would get, and why",
+                tag,
+                ("200", "The choice, its reason and the near misses.", ref("Explanation")),
+                description="Nothing is created, charged or taken from the queue. "
+                "`near_misses` lists, for every scenario with a `match` that does not hold, "
+                "the first key that failed and why.",
+                request_body=body(
+                    obj(
+                        {
+                            "body": obj({}, extra=True, description="The order request."),
+                            "account_id": nullable(string("Whose (default: the first).")),
+                            "headers": nullable(
+                                obj({}, extra=string(), description="e.g. X-Mock-Scenario.")
+                            ),
+                        },
+                        required=["body"],
+                    ),
+                    {"body": {"item_id": 1001, "merchant_order_id": "timeout-1"}},
+                ),
+                errors=not_found("account"),
+            ),
+        },
     }
 
 

@@ -363,6 +363,28 @@ def _inspection_schemas() -> dict[str, Schema]:
                 "seed": integer(),
             }
         ),
+        "Explanation": obj(
+            {
+                "scenario": string("The scenario the order would get."),
+                "reason": ref("ScenarioReason"),
+                "near_misses": array(
+                    obj(
+                        {
+                            "scenario": string(),
+                            "key": string("The first match key that failed."),
+                            "why": string("In words."),
+                        }
+                    )
+                ),
+            }
+        ),
+        "ScenarioReason": obj(
+            {
+                "source": enum(["header", "queue", "match", "client_code", "default"]),
+                "detail": string("Which header, queue entry, match keys or item."),
+            },
+            description="How the scenario was chosen (DESIGN 15).",
+        ),
         "OrderList": obj(
             {
                 "orders": array(ref("Order"), "The page asked for."),
@@ -374,6 +396,7 @@ def _inspection_schemas() -> dict[str, Schema]:
                 "order": ref("Order"),
                 "account_id": uuid("The owner."),
                 "scenario": string("The scenario that drives it."),
+                "scenario_reason": nullable(ref("ScenarioReason")),
                 "history": array(obj({"status": enum(STATUSES), "at": timestamp("Entered at.")})),
                 "deliveries": array(ref("Delivery")),
             }
