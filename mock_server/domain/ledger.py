@@ -6,12 +6,15 @@ The only way balances change: `charge` (order creation), `refund` (settlement) a
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import Any
 
 from ..clock import iso
 from .accounts import Account
 from .money import major
+
+KINDS = ("charge", "refund", "adjustment")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +35,37 @@ class Entry:
         }
 
 
+class _Book:
+    """One account's entries as columns: cents as machine integers (balances are at
+    most 10^15 cents), order ids and times shared with the orders. An `Entry` with its
+    two ints cost 136 bytes an order; this costs 33."""
+
+    __slots__ = ("kinds", "amounts", "balances", "order_ids", "times")
+
+    def __init__(self) -> None:
+        self.kinds = bytearray()  # index into KINDS
+        self.amounts = array("q")
+        self.balances = array("q")
+        self.order_ids: list[str | None] = []
+        self.times: list[float] = []
+
+    def append(
+        self, kind: str, amount: int, balance_after: int, order_id: str | None, at: float
+    ) -> None:
+        self.kinds.append(KINDS.index(kind))
+        self.amounts.append(amount)
+        self.balances.append(balance_after)
+        self.order_ids.append(order_id)
+        self.times.append(at)
+
+    def entries(self) -> list[Entry]:
+        rows = zip(self.kinds, self.amounts, self.balances, self.order_ids, self.times, strict=True)
+        return [Entry(KINDS[kind], amount, after, ref, at) for kind, amount, after, ref, at in rows]
+
+
 class Ledger:
     def __init__(self) -> None:
-        self._entries: dict[str, list[Entry]] = {}
+        self._books: dict[str, _Book] = {}
 
     def charge(self, account: Account, cents: int, order_id: str, at: float) -> None:
         self._move(account, "charge", -cents, order_id, at)
@@ -47,16 +78,20 @@ class Ledger:
         self._move(account, "adjustment", new_balance - account.balance, None, at)
 
     def entries(self, account_id: str) -> list[Entry]:
-        return list(self._entries.get(account_id, ()))
+        book = self._books.get(account_id)
+        return book.entries() if book is not None else []
 
     def conserved(self, account: Account) -> bool:
         """opening balance + adjustments - charges + refunds == balance."""
-        moved = sum(entry.amount for entry in self._entries.get(account.id, ()))
+        book = self._books.get(account.id)
+        moved = sum(book.amounts) if book is not None else 0
         return account.opening_balance + moved == account.balance
 
     def _move(
         self, account: Account, kind: str, amount: int, order_id: str | None, at: float
     ) -> None:
         account.balance += amount
-        entry = Entry(kind, amount, account.balance, order_id, at)
-        self._entries.setdefault(account.id, []).append(entry)
+        book = self._books.get(account.id)
+        if book is None:
+            book = self._books[account.id] = _Book()
+        book.append(kind, amount, account.balance, order_id, at)
