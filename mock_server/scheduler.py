@@ -34,7 +34,7 @@ from .clock import Clock, check_reachable, iso, quantize
 
 log = logging.getLogger(__name__)
 
-Action = Callable[[], Awaitable[Any] | None]
+Action = Callable[..., Awaitable[Any] | None]
 
 #: At most this many awaitables from jobs due together run at once.
 IO_CONCURRENCY = 100
@@ -47,6 +47,9 @@ class Job:
     owner: str = field(compare=False)
     label: str | tuple[Any, ...] = field(compare=False)  # a tuple is joined only if shown
     action: Action = field(compare=False, repr=False)
+    #: Called as `action(*args)`: a `functools.partial` per job cost 144 bytes more, and
+    #: every pending order holds a job.
+    args: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     cancelled: bool = field(default=False, compare=False)
 
     def cancel(self) -> None:
@@ -67,17 +70,28 @@ class Scheduler:
     # -- scheduling -------------------------------------------------------------------
 
     def call_at(
-        self, due: float, action: Action, *, owner: str, label: str | tuple[Any, ...] = ""
+        self,
+        due: float,
+        action: Action,
+        *args: Any,
+        owner: str,
+        label: str | tuple[Any, ...] = "",
     ) -> Job:
-        job = Job(quantize(due), next(self._seq), owner, label, action)
+        """Run `action(*args)` at virtual time `due`."""
+        job = Job(quantize(due), next(self._seq), owner, label, action, args)
         heapq.heappush(self._heap, job)
         self._wakeup.set()
         return job
 
     def call_later(
-        self, delay: float, action: Action, *, owner: str, label: str | tuple[Any, ...] = ""
+        self,
+        delay: float,
+        action: Action,
+        *args: Any,
+        owner: str,
+        label: str | tuple[Any, ...] = "",
     ) -> Job:
-        return self.call_at(self.clock.now() + delay, action, owner=owner, label=label)
+        return self.call_at(self.clock.now() + delay, action, *args, owner=owner, label=label)
 
     def pending(self) -> int:
         return sum(1 for job in self._heap if not job.cancelled)
@@ -176,7 +190,7 @@ class Scheduler:
 
     def _start(self, job: Job) -> tuple[Awaitable[Any], Job] | None:
         try:
-            result = job.action()
+            result = job.action(*job.args)
         except Exception as exc:  # noqa: BLE001 - a job's failure must not stop the timeline
             self._record_failure(job, exc)
             return None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
-from functools import partial
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -97,7 +96,8 @@ class WebhookSender:
         delivery.next_attempt_at = at
         self._sandbox.scheduler.call_at(
             at,
-            partial(self._attempt, delivery),
+            self._attempt,
+            delivery,
             owner=delivery.account_id,
             label=("webhook", delivery.id, "attempt", len(delivery.attempts) + 1),
         )

@@ -11,7 +11,6 @@ rules whatever the script asked for, then refunds, and hands the order to `on_se
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 from ..scenarios import Step, WebhookChaos
 from ..scheduler import Scheduler
@@ -55,7 +54,9 @@ class Lifecycle:
         order.next_step = index
         order.timer = self._scheduler.call_later(
             step.after,
-            partial(self._run, order, index),
+            self._run,
+            order,
+            index,
             owner=order.account_id,
             label=("order", order.id, "step", index + 1, step.status),
         )
