@@ -9,7 +9,8 @@ Measures, against the bars of DESIGN section 9:
   with wrk, each also as a ratio against a bare aiohttp app (`bare_app.py`) answering
   the same JSON, measured in the same run;
 * process start to first answered request (`GET /_mock/health`);
-* RSS holding 100,000 orders, before and after they settle;
+* RSS of a server holding 100,000 orders created over HTTP, before and after they settle,
+  without and with a webhook receiver (`memory.py`);
 * wall time of `advance` through an order's whole life with failed webhook attempts;
 * webhook deliveries per second to a local receiver.
 
@@ -17,9 +18,9 @@ Servers (and the in-process measurements) run on CPU 0, wrk and the webhook rece
 on CPU 1 (`taskset`); on a one-core machine everything runs unpinned and the report
 says so. The table is printed and written to `bench/RESULTS.md`.
 
-Beside it: `bare_app.py` (the baseline), `receiver.py` (webhook receiver), `inproc.py`
-(measurements that drive the Sandbox object in-process), `report.py` (the table), and
-the wrk scripts `lookup.lua`, `create.lua`, `token.lua`.
+Beside it: `bare_app.py` (the baseline), `receiver.py` (webhook receiver), `memory.py`
+(RSS over HTTP), `inproc.py` (measurements that drive the Sandbox object in-process),
+`report.py` (the table), and the wrk scripts `lookup.lua`, `create.lua`, `token.lua`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,14 @@ from pathlib import Path
 from typing import Any
 
 from inproc import LIFE_SECONDS
-from report import BAR_CREATE_RATIO, BAR_LOOKUP_RATIO, machine_info, render
+from report import (
+    BAR_CREATE_RATIO,
+    BAR_LOOKUP_RATIO,
+    machine_info,
+    memory_details,
+    memory_rows,
+    render,
+)
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -546,6 +554,28 @@ def receiver(pin: Placement, status: int, work: Path) -> Iterator[str]:
         server.stop()
 
 
+def measure_memory(pin: Placement, work: Path, orders: int) -> dict[str, Any]:
+    import memory  # here: memory.py imports this module's helpers
+
+    return {
+        "plain": memory.measure(pin, work, orders, webhooks=False),
+        "webhooks": memory.measure(pin, work, orders, webhooks=True),
+    }
+
+
+def memory_only(orders: int) -> int:
+    """`--only memory`: the RSS rows alone, printed (2-3 minutes)."""
+    with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:
+        results = measure_memory(placement(), Path(tmp), orders)
+    rows, bars = memory_rows(results)
+    print("| measure | sandbox | bar | result |\n|---|---|---|---|")
+    for title, value, _, _, bar, result in rows:
+        print(f"| {title} | {value} | {bar} | {result} |")
+    print()
+    print("\n".join(memory_details(results)))
+    return 0 if all(bars.values()) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description="Run the sandbox benchmarks (DESIGN 9).")
@@ -559,7 +589,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--webhooks", type=int, default=2000, help="orders per webhook round")
     parser.add_argument("--output", default=str(BENCH / "RESULTS.md"))
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--only", choices=["memory"], help="run this part alone and print it (no RESULTS.md)"
+    )
     opts = parser.parse_args(args)
+    if opts.only == "memory":
+        return memory_only(opts.orders)
     if not shutil.which("wrk"):
         print("wrk not found: run bench/run.sh (installs it) or apt-get install wrk")
         return 2
@@ -578,7 +613,9 @@ def main(argv: list[str] | None = None) -> int:
         results["http"] = bench_http(pin, params, work, log)
         log("process start to first answer ...")
         results["start"] = bench_start(pin, work)
-        log(f"RSS with {opts.orders:,} orders ...")
+        log(f"RSS with {opts.orders:,} orders created over HTTP ...")
+        results["memory"] = measure_memory(pin, work, opts.orders)
+        log(f"RSS with {opts.orders:,} orders created in-process ...")
         plain = write_accounts(work / "accounts-plain.yaml")
         results["rss"] = inproc(pin, "rss", {"accounts": str(plain), "orders": opts.orders})
         log("advance through a life with failing webhooks ...")
