@@ -18,6 +18,7 @@ from .api.routing import SANDBOXES, mirror_under_sandboxes
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
 from .control import accounts as control_accounts
+from .control import coverage as control_coverage
 from .control import events as control_events
 from .control import handlers as control
 from .control import sandboxes as control_sandboxes
@@ -67,6 +68,7 @@ def create_app(
     control_accounts.add_routes(app)
     control_scripting.add_routes(app)
     control_events.add_routes(app)
+    control_coverage.add_routes(app)
     control_ui.add_routes(app)
     openapi.add_routes(app)
     mirror_under_sandboxes(app.router)  # every route so far, under each sandbox's base path

@@ -13,12 +13,16 @@ from typing import Any
 class ApiError(Exception):
     """A refusal with its HTTP status, stable `code` and human `detail`."""
 
-    def __init__(self, status: int, code: str, detail: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, code: str, detail: str, *, cause: str | None = None, **extra: Any
+    ) -> None:
         super().__init__(detail)
         self.status = status
         self.code = code
         self.detail = detail
         self.extra = extra
+        #: What went wrong, for coverage (`validation_error: quantity`); not rendered.
+        self.cause = cause
 
     def body(self) -> dict[str, Any]:
         return {"detail": self.detail, "code": self.code, **self.extra}
@@ -33,8 +37,8 @@ class TokenError(Exception):
         self.message = message
 
 
-def validation_error(detail: str) -> ApiError:
-    return ApiError(400, "validation_error", detail)
+def validation_error(detail: str, cause: str | None = None) -> ApiError:
+    return ApiError(400, "validation_error", detail, cause=cause)
 
 
 def insufficient_balance(detail: str) -> ApiError:
@@ -45,8 +49,10 @@ def price_mismatch(detail: str, actual_price: float) -> ApiError:
     return ApiError(400, "price_mismatch", detail, actual_price=actual_price)
 
 
-def not_authenticated(detail: str = "Missing, invalid or expired access token") -> ApiError:
-    return ApiError(401, "not_authenticated", detail)
+def not_authenticated(
+    detail: str = "Missing, invalid or expired access token", cause: str | None = None
+) -> ApiError:
+    return ApiError(401, "not_authenticated", detail, cause=cause)
 
 
 def not_found(detail: str = "Not found") -> ApiError:

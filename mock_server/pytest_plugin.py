@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from . import pytest_coverage
 from .clock import parse_iso
 from .config import Settings
 from .sourcefile import read_file
@@ -38,9 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="admin token of the running sandbox (--admin-token)",
     )
+    pytest_coverage.add_options(group)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    pytest_coverage.configure(config)
     config.addinivalue_line(
         "markers",
         "mock_server(catalog=None, scenarios=None, accounts=None, clock='manual', seed=0): "
@@ -92,6 +95,7 @@ def mock_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sand
             receiver.secret = handle.webhook_secret
             handle.set_webhook_url(receiver.url)
         yield handle
+        pytest_coverage.record(request.config, lambda: handle.control("GET", "/_mock/coverage"))
         # Like pytest-httpserver: what broke on the server's side fails the test.
         failures = handle.job_failures()
         if failures:

@@ -68,6 +68,11 @@ class WebhookSender:
             for delivery in copies:
                 self._schedule(delivery, first)
         order.set_webhook(primary)
+        coverage = self._sandbox.coverage
+        if chaos.duplicate:
+            coverage.count("webhook_outcomes", "duplicate")
+        if chaos.drop:
+            coverage.count("webhook_outcomes", "dropped")
         for delivery in copies:
             self._sandbox.delivery_changed(delivery)
 
@@ -124,6 +129,7 @@ class WebhookSender:
         if state.deliveries.get(delivery.id) is not delivery:
             return
         delivery.record(Attempt(at, status_code, error, duration, manual))
+        self._count(delivery, status_code, manual)
         self._sandbox.delivery_changed(delivery)
         if delivery.copy == 0:
             order = state.orders.get(delivery.order_id)
@@ -132,6 +138,20 @@ class WebhookSender:
                 self._sandbox.order_changed(order)
         if not manual and delivery.next_attempt_at is not None:
             self._schedule(delivery, delivery.next_attempt_at)
+
+    def _count(self, delivery: Delivery, status_code: int | None, manual: bool) -> None:
+        """Coverage of webhook outcomes (DESIGN 15), after an attempt was recorded."""
+        coverage = self._sandbox.coverage
+        if status_code is not None and 200 < status_code < 300:
+            coverage.count("webhook_outcomes", "2xx that is not 200")
+        if manual:
+            coverage.count("webhook_outcomes", "redelivered")
+        elif delivery.status == "delivered":
+            scheduled = sum(1 for attempt in delivery.attempts if not attempt.manual)
+            outcome = "at the first attempt" if scheduled == 1 else "after retries"
+            coverage.count("webhook_outcomes", f"delivered {outcome}")
+        elif delivery.status == "failed":
+            coverage.count("webhook_outcomes", "retries exhausted")
 
     async def _post(
         self, url: str, body: bytes, headers: dict[str, str]

@@ -14,11 +14,16 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from ..errors import validation_error
+from ..errors import ApiError, validation_error
 from ..sourcefile import ConfigError, parse_text
 
 MAX_DEPTH = 64
 _JSON_TYPES = ("application/json",)
+
+
+def malformed_body(detail: str) -> ApiError:
+    """A body the API cannot read at all (coverage counts it as `malformed body`)."""
+    return validation_error(detail, "malformed body")
 
 
 def _reject_constant(name: str) -> Any:
@@ -36,15 +41,15 @@ def parse_json(raw: bytes, *, exact: bool = True) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise validation_error("The request body is not valid UTF-8") from exc
+        raise malformed_body("The request body is not valid UTF-8") from exc
     try:
         data = (_EXACT if exact else _FLOATS).decode(text)
     except json.JSONDecodeError as exc:
-        raise validation_error(
+        raise malformed_body(
             f"Malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
     except (ValueError, RecursionError) as exc:
-        raise validation_error(f"Malformed JSON: {exc}") from exc
+        raise malformed_body(f"Malformed JSON: {exc}") from exc
     _check_depth(data)
     return data
 
@@ -55,7 +60,7 @@ def _check_depth(data: Any) -> None:
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise validation_error(f"Malformed JSON: nested deeper than {MAX_DEPTH} levels")
+            raise malformed_body(f"Malformed JSON: nested deeper than {MAX_DEPTH} levels")
         children = node.values() if isinstance(node, dict) else node
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
@@ -66,17 +71,17 @@ async def read_json(request: web.Request, *, required: bool = True, exact: bool 
     raw = await request.read()
     if not raw.strip():
         if required:
-            raise validation_error("A JSON object body is required")
+            raise malformed_body("A JSON object body is required")
         return {}
     if request.headers.get("Content-Type") and not _is_json_type(content_type):
-        raise validation_error(f"Content-Type must be application/json, got {content_type}")
+        raise malformed_body(f"Content-Type must be application/json, got {content_type}")
     return parse_json(raw, exact=exact)
 
 
 async def read_object(request: web.Request, *, required: bool = True) -> dict[str, Any]:
     body = await read_json(request, required=required)
     if not isinstance(body, dict):
-        raise validation_error("The request body must be a JSON object")
+        raise malformed_body("The request body must be a JSON object")
     return body
 
 

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
+from ..domain.coverage import PREFIXES as MERCHANT_PREFIXES
+from ..domain.coverage import Coverage
 from ..domain.sandboxes import Sandboxes
 from ..errors import ApiError, TokenError, not_authenticated, payload_too_large
 from .jsonio import json_response
@@ -24,6 +26,7 @@ from .routing import CURRENT, ENTRY_PARAM, SANDBOXES, inner_path, merchant_sandb
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+REFUSAL = web.RequestKey("refusal", object)
 
 CONTROL_PREFIX = "/_mock"
 NOT_MERCHANT_PREFIXES = (CONTROL_PREFIX, "/openapi.json", "/docs")
@@ -99,6 +102,7 @@ async def _answer(request: web.Request, handler: Handler, max_body: int) -> web.
     try:
         return await handler(request)
     except (ApiError, TokenError) as error:
+        request[REFUSAL] = error  # for coverage, which counts refusals by cause
         return _refusal(error)
     except web.HTTPRequestEntityTooLarge:
         error = payload_too_large(max_body)
@@ -147,6 +151,8 @@ async def _merchant_call(
             },
             fault.status,
         )
+    if fault is None:
+        _count(sandbox.coverage, request, path)
     call = sandbox.journal.record(
         request.method,
         path,
@@ -166,6 +172,20 @@ async def _body_for_journal(request: web.Request) -> bytes:
         return await request.read()
     except Exception:  # noqa: BLE001 - over the size limit, or the client left: not kept
         return b""
+
+
+def _count(coverage: Coverage, request: web.Request, path: str) -> None:
+    """Coverage of a merchant call: its path prefix and, if refused, why."""
+    for prefix in MERCHANT_PREFIXES:
+        if path.startswith(prefix + "/"):
+            coverage.count("prefixes", prefix)
+            refusal = request.get(REFUSAL)
+            if isinstance(refusal, TokenError):
+                coverage.count("merchant_errors", "token exchange refused")
+            elif refusal is not None:
+                cause = f": {refusal.cause}" if refusal.cause else ""
+                coverage.count("merchant_errors", refusal.code + cause)
+            return
 
 
 def _refusal(error: ApiError | TokenError) -> web.Response:

@@ -14,7 +14,7 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import validation_error
+from ..errors import ApiError, validation_error
 from .catalog import Catalog, InputField, Item
 from .money import cents_from_major
 
@@ -36,11 +36,21 @@ class OrderRequest:
 
 
 def parse_order_request(body: dict[str, Any], catalog: Catalog) -> OrderRequest:
-    item = _item(body, catalog)
-    quantity = _quantity(body, item)
-    fields = _fields(body, item)
-    merchant_order_id = _merchant_order_id(body)
-    price_guard = _price_guard(body)
+    """Check every field; a refusal's `cause` names the field it is about (coverage)."""
+    try:
+        stage = "unknown item"
+        item = _item(body, catalog)
+        stage = "quantity"
+        quantity = _quantity(body, item)
+        stage = "fields"
+        fields = _fields(body, item)
+        stage = "merchant_order_id"
+        merchant_order_id = _merchant_order_id(body)
+        stage = "price"
+        price_guard = _price_guard(body)
+    except ApiError as error:
+        error.cause = error.cause or stage
+        raise
     return OrderRequest(item, quantity, fields, merchant_order_id, price_guard)
 
 
@@ -71,7 +81,7 @@ def _item(body: dict[str, Any], catalog: Catalog) -> Item:
     if item is None:
         raise validation_error(f"Item {int(item_id)} does not exist")
     if not item.available:
-        raise validation_error("Item is not available")
+        raise validation_error("Item is not available", "unavailable item")
     return item
 
 

@@ -30,6 +30,7 @@ from ..sourcefile import ConfigError
 from . import admin, selection
 from .accounts import Account, AccountSpec
 from .catalog import Catalog
+from .coverage import Coverage
 from .deliveries import Delivery
 from .events import EventHub, encode_json
 from .faults import Faults
@@ -103,6 +104,8 @@ class Sandbox:
         self.state = self._fresh_state(clock)
         #: What changed, for the readers of `GET /_mock/events` (DESIGN 13).
         self.events = events or EventHub(encode_json)
+        #: What the run exercised (DESIGN 15); a reset keeps it.
+        self.coverage = Coverage()
         self.lifecycle = self._new_lifecycle()
         self.queue: list[QueuedScenario] = []
         self.faults = Faults()
@@ -163,16 +166,20 @@ class Sandbox:
     def authenticate(self, authorization: str | None) -> Account:
         """The account behind `Authorization: Bearer <token>`, or 401 not_authenticated."""
         if not authorization:
-            raise not_authenticated("Missing Authorization header: send 'Bearer <token>'")
+            raise not_authenticated(
+                "Missing Authorization header: send 'Bearer <token>'", "missing token"
+            )
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise not_authenticated("Authorization must be 'Bearer <token>'")
-        grant = self.state.tokens.lookup(token.strip(), self.state.now())
+            raise not_authenticated("Authorization must be 'Bearer <token>'", "missing token")
+        tokens, now = self.state.tokens, self.state.now()
+        grant = tokens.lookup(token.strip(), now)
         # A revoked key's tokens stop working: the key must still map to the account.
         if grant is None or self.state.account_by_key.get(grant.api_key) != grant.account_id:
             raise not_authenticated(
                 "Invalid or expired access token: exchange the API key "
-                "again at /api/v1/auth/token/client"
+                "again at /api/v1/auth/token/client",
+                "expired token" if tokens.expired(token.strip(), now) else "invalid token",
             )
         return self.state.accounts[grant.account_id]
 
@@ -189,14 +196,15 @@ class Sandbox:
     ) -> Order:
         """Spec 4.3: validate, price, charge, start fulfillment; all or nothing."""
         if not isinstance(body, dict):
-            raise validation_error("The request body must be a JSON object")
+            raise validation_error("The request body must be a JSON object", "malformed body")
         forced = self._named_scenario(scenario_name) if scenario_name is not None else None
         request = parse_order_request(body, self.state.catalog)
         ref = request.merchant_order_id
         existing = self.state.order_id_for_ref(account.id, ref) if ref is not None else None
         if existing is not None:
             raise validation_error(
-                f"merchant_order_id {ref!r} was already used by order {existing}"
+                f"merchant_order_id {ref!r} was already used by order {existing}",
+                "duplicate merchant_order_id",
             )
         queued = None if forced else self._queued_for(account)
         if forced is not None:
@@ -249,9 +257,11 @@ class Sandbox:
                 "accepted only in need_client_code"
             )
         if order.expected_code is not None and code.strip() != order.expected_code:
+            self.coverage.count("client_codes", "wrong code")
             raise validation_error(
                 "The client code is not correct; the order is still waiting for the right one"
             )
+        self.coverage.count("client_codes", "accepted")
         self.lifecycle.release(order)
         return order
 
@@ -443,6 +453,8 @@ class Sandbox:
             refs[order.merchant_order_id] = order.id
         self.state.ledger.charge(account, charge, order.id, now)
         self.lifecycle.start(order)
+        self.coverage.count("statuses", "pending")
+        self.coverage.count("scenarios", scenario.name)
         self.order_changed(order)
         return order
 
@@ -455,8 +467,28 @@ class Sandbox:
         if self.events.active:
             self.events.publish("delivery", delivery.to_json())
 
+    def coverage_report(self) -> dict[str, Any]:
+        return self.coverage.report(self.scenarios)
+
     def _new_lifecycle(self) -> Lifecycle:
-        return Lifecycle(self.state, self.scheduler, self._settled, self.order_changed)
+        return Lifecycle(self.state, self.scheduler, self._settled, self._order_moved)
+
+    def _order_moved(self, order: Order) -> None:
+        """After every status change: count it (coverage), then tell the readers."""
+        history, coverage = order.history, self.coverage
+        before, after = history[-4], history[-2]
+        coverage.count("statuses", after)
+        coverage.count("transitions", f"{before}->{after}")
+        if after == "failed":
+            coverage.count("settlement_errors", order.error)
+        elif after == "partial":
+            coverage.count(
+                "settlement_errors",
+                "partial with error" if order.error else "partial without error",
+            )
+            if order.error:
+                coverage.count("settlement_errors", order.error)
+        self.order_changed(order)
 
     def _settled(self, order: Order, chaos: WebhookChaos | None) -> None:
         for hook in self.settled_hooks:

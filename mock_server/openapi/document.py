@@ -17,6 +17,7 @@ from .control import (
     _control_inspection,
     _control_scenarios,
 )
+from .coverage import coverage_paths
 from .events import event_paths
 from .merchant import _merchant_paths, _plant_paths
 from .sandboxes import BASE_URL_NOTE, sandbox_paths
@@ -41,6 +42,7 @@ TAGS = [
     ("Control: request journal", "The merchant API calls answered."),
     ("Control: sandboxes", "Isolated sandboxes in one server (DESIGN 12)."),
     ("Control: live events", "What changes, as it happens (DESIGN 13)."),
+    ("Control: coverage", "What a run exercised of the contract (DESIGN 15)."),
 ]
 
 DESCRIPTION = f"""\
@@ -116,6 +118,7 @@ def build_openapi() -> dict[str, Any]:
         | _control_inspection()
         | sandbox_paths()
         | event_paths()
+        | coverage_paths()
     )
     return {
         "openapi": "3.1.0",

@@ -17,6 +17,7 @@ from .control_schemas import (
     _inspection_schemas,
     _scenario_schemas,
 )
+from .coverage import coverage_schemas
 from .sandboxes import sandbox_schemas
 from .schema_helpers import (
     DELIVERY_STATUSES,
@@ -274,6 +275,7 @@ def _schemas() -> dict[str, Schema]:
         | _scenario_schemas()
         | _inspection_schemas()
         | sandbox_schemas()
+        | coverage_schemas()
     )
 
 
