@@ -27,7 +27,7 @@ from .domain.sandbox_options import MAX_TTL
 from .logs import FLUSH_INTERVAL, AccessLog, LineSink, configure_logging
 from .sourcefile import ConfigError
 
-COMMANDS = ("serve", "validate", "catalog")
+COMMANDS = ("serve", "validate", "catalog", "conformance")
 _NUMERIC_ENV = {
     "MOCK_PORT": int,
     "MOCK_TIME_SCALE": float,
@@ -47,7 +47,8 @@ def _serve_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mock-server",
         description="A high-fidelity sandbox of the digital-goods ordering service. "
-        "Sub-commands: serve (default), validate PATH..., catalog generate.",
+        "Sub-commands: serve (default), validate PATH..., catalog generate, "
+        "conformance --base-url URL --api-key KEY.",
     )
     add = parser.add_argument
     add("--host", default=_env("MOCK_HOST", "127.0.0.1"), help="bind address [MOCK_HOST]")
@@ -195,6 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .catalog_gen import main as catalog_main
 
         return catalog_main(argv)
+    if command == "conformance":
+        from .conformance import main as conformance_main
+
+        return conformance_main(argv)
     settings = parse_settings(argv)
     try:
         try:
