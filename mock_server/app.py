@@ -23,6 +23,7 @@ from .control import events as control_events
 from .control import handlers as control
 from .control import sandboxes as control_sandboxes
 from .control import scripting as control_scripting
+from .control import state as control_state
 from .control import ui as control_ui
 from .domain.events import EventHub
 from .domain.sandbox import Sandbox, StartupState
@@ -69,6 +70,7 @@ def create_app(
     control_scripting.add_routes(app)
     control_events.add_routes(app)
     control_coverage.add_routes(app)
+    control_state.add_routes(app)
     control_ui.add_routes(app)
     openapi.add_routes(app)
     mirror_under_sandboxes(app.router)  # every route so far, under each sandbox's base path

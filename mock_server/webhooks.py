@@ -76,6 +76,11 @@ class WebhookSender:
         for delivery in copies:
             self._sandbox.delivery_changed(delivery)
 
+    def resume(self, delivery: Delivery) -> None:
+        """A saved delivery's planned attempt, at its virtual due time (restored state)."""
+        if delivery.next_attempt_at is not None and not delivery.finished:
+            self._schedule(delivery, delivery.next_attempt_at)
+
     async def redeliver(self, delivery: Delivery) -> Delivery:
         """Send a delivery once more, now, whatever its status. A manual attempt does not
         count toward the retry limit and starts no retries of its own; a retry already

@@ -93,6 +93,17 @@ class Coverage:
         for counts in self._counts.values():
             counts.clear()
 
+    def dump(self) -> dict[str, dict[str, int]]:
+        return {area: dict(counts) for area, counts in self._counts.items()}
+
+    def load(self, counts: dict[str, Any]) -> None:
+        """Saved counts back (unknown areas and non-counts are ignored)."""
+        self.reset()
+        for area in AREAS:
+            for item, n in dict(counts.get(area) or {}).items():
+                if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                    self._counts[area][str(item)] = n
+
     def report(self, scenarios: Iterable[str]) -> dict[str, Any]:
         """`{"exercised": {AREA: {ITEM: n}}, "never": ["AREA: ITEM"], "percent": P}`.
         An item that happened counts in its area's universe even if the spec does not

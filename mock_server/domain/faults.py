@@ -96,6 +96,21 @@ class Faults:
     def list(self) -> list[Fault]:
         return list(self._faults)
 
+    def dump(self) -> dict[str, Any]:
+        """Saved state: the faults and the id the next one gets."""
+        next_id = next(self._ids)
+        self._ids = itertools.count(next_id)
+        return {"next_id": next_id, "faults": [fault.to_json() for fault in self._faults]}
+
+    @classmethod
+    def load(cls, data: dict[str, Any]) -> Faults:
+        faults = cls()
+        for record in data["faults"]:
+            faults.add({k: v for k, v in record.items() if k != "id"})
+            faults._faults[-1].id = record["id"]
+        faults._ids = itertools.count(data["next_id"])
+        return faults
+
     def clear(self) -> None:
         self._faults.clear()
 

@@ -81,6 +81,26 @@ class Ledger:
         book = self._books.get(account_id)
         return book.entries() if book is not None else []
 
+    def length(self, account_id: str) -> int:
+        book = self._books.get(account_id)
+        return len(book.times) if book is not None else 0
+
+    def rows(self, account_id: str, start: int = 0) -> list[list[Any]]:
+        """Entries from `start` on as `[kind, amount, balance_after, order_id, at]`
+        (saved state)."""
+        return [
+            [e.kind, e.amount, e.balance_after, e.order_id, e.at]
+            for e in self.entries(account_id)[start:]
+        ]
+
+    def restore(self, account_id: str, rows: list[list[Any]]) -> None:
+        """Append saved entries as they were (balances are restored with the account)."""
+        book = self._books.get(account_id)
+        if book is None:
+            book = self._books[account_id] = _Book()
+        for kind, amount, balance_after, order_id, at in rows:
+            book.append(kind, amount, balance_after, order_id, at)
+
     def conserved(self, account: Account) -> bool:
         """opening balance + adjustments - charges + refunds == balance."""
         book = self._books.get(account.id)

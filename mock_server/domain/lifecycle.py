@@ -41,6 +41,19 @@ class Lifecycle:
         self._schedule(order, order.next_step + 1)
         self._on_change(order)
 
+    def resume(self, order: Order, due: float) -> None:
+        """A saved order's next step, due at virtual time `due` (a restored state)."""
+        index = order.next_step
+        step = order.scenario.steps[index]
+        order.timer = self._scheduler.call_at(
+            due,
+            self._run,
+            order,
+            index,
+            owner=order.account_id,
+            label=("order", order.id, "step", index + 1, step.status),
+        )
+
     def cancel_all(self) -> None:
         for order in self._state.orders.values():
             if order.timer is not None:

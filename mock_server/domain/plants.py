@@ -41,6 +41,18 @@ class Plants:
             for number, (name, category) in enumerate(_SEED, start=1)
         }
 
+    def dump(self) -> list[dict[str, Any]]:
+        return [
+            {"id": p.id, "name": p.name, "category": p.category, "status": p.status, "tags": p.tags}
+            for p in self._plants.values()
+        ]
+
+    @classmethod
+    def load(cls, records: list[dict[str, Any]]) -> Plants:
+        plants = cls()
+        plants._plants = {r["id"]: Plant(**r) for r in records}
+        return plants
+
     def update(self, body: dict[str, Any]) -> Plant:
         """Check the whole body first, then change the plant: a 400 changes nothing."""
         plant_id = body.get("id")

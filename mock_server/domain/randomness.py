@@ -27,10 +27,23 @@ class Randomness:
         self._ids = random.Random(f"{seed}:ids")
         self._tokens = random.Random(f"{seed}:tokens")
         self._codes: Any = None
+        #: How far each stream has been drawn: a saved state resumes the same sequence
+        #: by drawing as many again (`skip`), rather than storing the generators.
+        self.drawn = {"ids": 0, "tokens": 0, "codes": 0}
+
+    def skip(self, ids: int, tokens: int, codes: int) -> None:
+        """Draw (and drop) what an earlier run drew, to continue its sequence."""
+        for _ in range(ids):
+            self.uuid()
+        for _ in range(tokens):
+            self._secret()
+        if codes:
+            self.codes(codes)
 
     def uuid(self) -> str:
         """A version-4 UUID string from the seeded stream (formatted by hand: building a
         `uuid.UUID` only to print it cost more than the rest of making an id)."""
+        self.drawn["ids"] += 1
         bits = self._ids.getrandbits(128)
         bits = (bits & ~(0xF000 << 64)) | (4 << 76)  # version 4
         bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)  # RFC 4122 variant
@@ -50,10 +63,12 @@ class Randomness:
         return f"whsec_{self._secret()[:32]}"
 
     def _secret(self) -> str:
+        self.drawn["tokens"] += 1
         return f"{self._tokens.getrandbits(256):064x}"
 
     def codes(self, count: int) -> list[str]:
         generator = self._code_generator()
+        self.drawn["codes"] += count
         return [generator.lexify(_CODE_FORMAT, letters=_CODE_LETTERS) for _ in range(count)]
 
     def _code_generator(self) -> Any:

@@ -27,7 +27,7 @@ from ..errors import (
 from ..scenarios import Scenario, WebhookChaos, parse_scenarios
 from ..scheduler import Scheduler
 from ..sourcefile import ConfigError
-from . import admin, selection
+from . import admin, selection, snapshot
 from .accounts import Account, AccountSpec
 from .catalog import Catalog
 from .coverage import Coverage
@@ -97,6 +97,8 @@ class Sandbox:
         self.namespace = namespace
         self.seed = startup.seed
         self.scenarios: dict[str, Scenario] = {s.name: s for s in startup.scenarios}
+        #: The scenario documents loaded at run time, in order (saved state replays them).
+        self.loaded_documents: list[Any] = []
         clock = clock or make_clock(
             startup.clock_mode, start=startup.start_time, time_scale=startup.time_scale
         )
@@ -285,6 +287,7 @@ class Sandbox:
         clock = make_clock(self.clock.mode, start=start, time_scale=self.clock.time_scale)
         self.scheduler.reset(clock)
         self.scenarios = {s.name: s for s in self.startup.scenarios}
+        self.loaded_documents = []
         self.state = self._fresh_state(clock)
         self.lifecycle = self._new_lifecycle()
         self.queue.clear()
@@ -373,7 +376,38 @@ class Sandbox:
             raise validation_error("; ".join(exc.problems)) from exc
         for scenario in loaded:
             self.scenarios[scenario.name] = scenario
+        self.loaded_documents.append(data)
         return loaded
+
+    # -- saved state (DESIGN 14) ---------------------------------------------------------
+
+    def dump_state(self) -> dict[str, Any]:
+        return snapshot.dump(self)
+
+    def load_state(self, document: Any) -> None:
+        """Replace the whole state with a saved one; a refused document changes nothing."""
+        self.adopt(snapshot.restore(self, document))
+
+    def adopt(self, restored: snapshot.Restored) -> None:
+        """Swap a checked, fully built state in, and resume its pending work."""
+        self.lifecycle.cancel_all()
+        state = restored.state
+        self.scheduler.reset(state.clock)
+        self.seed = restored.seed
+        self.state = state
+        self.scenarios = restored.scenarios
+        self.loaded_documents = restored.loaded_documents
+        self.queue = restored.queue
+        self.faults = restored.faults
+        self.coverage.load(restored.coverage)
+        self.journal.clear()
+        self.lifecycle = self._new_lifecycle()
+        for order, due in restored.timers:
+            self.lifecycle.resume(order, due)
+        if self.webhooks is not None:
+            for delivery in state.deliveries.values():
+                self.webhooks.resume(delivery)
+        self.events.publish("reset", {})
 
     def clock_info(self) -> dict[str, Any]:
         return {

@@ -44,6 +44,14 @@ class Tokens:
             return None
         return grant
 
+    def live(self, now: float) -> list[tuple[str, Grant]]:
+        """Unexpired grants in the order they were issued (saved state)."""
+        return [(t, g) for t, g in self._grants.items() if now < g.expires_at]
+
+    def restore(self, token: str, grant: Grant) -> None:
+        self._grants[token] = grant
+        self._by_expiry.append((grant.expires_at, token))
+
     def expired(self, token: str, now: float) -> bool:
         """Whether `token` was once valid and has expired (not merely unknown)."""
         grant = self._grants.get(token)

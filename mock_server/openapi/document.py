@@ -23,6 +23,7 @@ from .merchant import _merchant_paths, _plant_paths
 from .sandboxes import BASE_URL_NOTE, sandbox_paths
 from .schema_helpers import body, ref, string
 from .schemas import _responses, _schemas
+from .state import state_paths
 
 # -- the document -----------------------------------------------------------------------------
 
@@ -43,6 +44,7 @@ TAGS = [
     ("Control: sandboxes", "Isolated sandboxes in one server (DESIGN 12)."),
     ("Control: live events", "What changes, as it happens (DESIGN 13)."),
     ("Control: coverage", "What a run exercised of the contract (DESIGN 15)."),
+    ("Control: state", "The sandbox's whole state as one document (DESIGN 14)."),
 ]
 
 DESCRIPTION = f"""\
@@ -119,6 +121,7 @@ def build_openapi() -> dict[str, Any]:
         | sandbox_paths()
         | event_paths()
         | coverage_paths()
+        | state_paths()
     )
     return {
         "openapi": "3.1.0",

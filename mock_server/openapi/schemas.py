@@ -40,6 +40,7 @@ from .schema_helpers import (
     timestamp,
     uuid,
 )
+from .state import state_schemas
 
 TERMINAL_STATUSES = [status for status in STATUSES if status in TERMINAL]
 
@@ -276,6 +277,7 @@ def _schemas() -> dict[str, Schema]:
         | _inspection_schemas()
         | sandbox_schemas()
         | coverage_schemas()
+        | state_schemas()
     )
 
 

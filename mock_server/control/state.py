@@ -1,0 +1,28 @@
+"""`GET, PUT /_mock/state` (DESIGN 14): the sandbox's whole state as one JSON document.
+
+Attach "the state my bug happened in" to a report, or start a test from a saved state.
+`PUT` checks the document as strictly as the files are checked, and replaces nothing
+unless all of it is good.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..api.jsonio import json_response, read_json
+from ..api.routing import sandbox_of
+
+
+async def read_state(request: web.Request) -> web.Response:
+    return json_response(sandbox_of(request).dump_state())
+
+
+async def replace_state(request: web.Request) -> web.Response:
+    sandbox = sandbox_of(request)
+    sandbox.load_state(await read_json(request, exact=False))
+    return json_response({"status": "loaded", **sandbox.clock_info(), "seed": sandbox.seed})
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/_mock/state", read_state)
+    app.router.add_put("/_mock/state", replace_state)

@@ -1,0 +1,445 @@
+"""A sandbox's whole state as one JSON document, and back (DESIGN 14).
+
+`dump` is what `GET /_mock/state` answers and what `--state` files keep; `restore`
+checks a document as strictly as the configuration files are checked, builds a complete
+new state from it, and only then swaps it in: a refused document changes nothing.
+Pending fulfillment steps and webhook attempts resume at their virtual due times.
+
+Money is integer cents and times are epoch seconds on the virtual clock (exact, where
+the API's major units and ISO strings are for people). The request journal and the
+live event readers are not state: they start empty.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from ..clock import make_clock
+from ..errors import validation_error
+from ..scenarios import Scenario, parse_scenarios
+from ..sourcefile import ConfigError
+from . import selection
+from .accounts import Account
+from .catalog import parse_catalog
+from .deliveries import Attempt, Delivery
+from .faults import Faults
+from .orders import STATUSES, Order
+from .plants import PLANT_STATUSES, Plants
+from .randomness import MAX_SEED, Randomness
+from .state import State
+from .tokens import Grant
+
+if TYPE_CHECKING:
+    from .sandbox import QueuedScenario, Sandbox
+
+#: The document's format. Raise it when the shape changes, and teach `migrate` the old.
+FORMAT = 1
+DELIVERY_STATUSES = ("pending", "retrying", "delivered", "failed", "dropped")
+
+
+def dump(sandbox: Sandbox) -> dict[str, Any]:
+    state, clock = sandbox.state, sandbox.clock
+    now = clock.now()
+    return {
+        "format": FORMAT,
+        "seed": sandbox.seed,
+        "clock": {"mode": clock.mode, "time_scale": clock.time_scale, "now": now},
+        "random": dict(state.randomness.drawn),
+        "scenarios_loaded": list(sandbox.loaded_documents),
+        "catalog": state.catalog.to_feed(),
+        "accounts": [_account(a) for a in state.accounts.values()],
+        "ledger": {account_id: state.ledger.rows(account_id) for account_id in state.accounts},
+        "tokens": [[t, g.account_id, g.api_key, g.expires_at] for t, g in state.tokens.live(now)],
+        "queue": [entry.to_json() for entry in sandbox.queue],
+        "faults": sandbox.faults.dump(),
+        "plants": state.plants.dump(),
+        "orders": [order_state(order) for order in state.orders.values()],
+        "deliveries": [delivery_state(d) for d in state.deliveries.values()],
+        "coverage": sandbox.coverage.dump(),
+    }
+
+
+def migrate(document: Any) -> Any:
+    """An older format brought up to `FORMAT` (none exists yet); a newer one refused."""
+    if not isinstance(document, dict) or not isinstance(document.get("format"), int):
+        raise validation_error('a state document is an object with an integer "format"')
+    if document["format"] > FORMAT:
+        raise validation_error(
+            f"this state is format {document['format']}, newer than this sandbox reads "
+            f"({FORMAT}): upgrade the sandbox"
+        )
+    if document["format"] < 1:
+        raise validation_error(f"unknown state format {document['format']}")
+    return document
+
+
+def _account(account: Account) -> dict[str, Any]:
+    return {
+        "id": account.id,
+        "email": account.email,
+        "api_keys": list(account.api_keys),
+        "balance": account.balance,
+        "opening_balance": account.opening_balance,
+        "has_active_subscription": account.has_active_subscription,
+        "webhook_url": account.webhook_url,
+        "webhook_secret": account.webhook_secret,
+        "signature_headers": list(account.signature_headers),
+    }
+
+
+def order_state(order: Order) -> dict[str, Any]:
+    history = order.history
+    webhook = order.webhook
+    if webhook is None:
+        saved_webhook = None
+    elif isinstance(webhook, Delivery):
+        saved_webhook = {"delivery": webhook.id}
+    else:
+        saved_webhook = {"view": dict(webhook)}
+    timer = order.timer
+    reason = order.scenario_reason
+    return {
+        "id": order.id,
+        "account_id": order.account_id,
+        "email": order.created_by_email,
+        "item_id": order.item_id,
+        "item_name": order.item_name,
+        "product_type": order.product_type,
+        "quantity": _quantity_out(order.quantity),
+        "unit_price": order.unit_price,
+        "price": order.price,
+        "fields": dict(order.fields),
+        "merchant_order_id": order.merchant_order_id,
+        "created_at": order.created_at,
+        "scenario": order.scenario.name,
+        "reason": [reason.source, reason.detail] if reason else None,
+        "status": order.status,
+        "delivered_quantity": _quantity_out(order.delivered_quantity),
+        "refund_amount": order.refund_amount,
+        "error": order.error,
+        "error_message": order.error_message,
+        "codes": list(order.codes),
+        "completed_at": order.completed_at,
+        "source": order.source,
+        "webhook": saved_webhook,
+        "history": [[history[i], history[i + 1]] for i in range(0, len(history), 2)],
+        "next_step": order.next_step,
+        "expected_code": order.expected_code,
+        "due": timer.due if timer is not None and not timer.cancelled else None,
+    }
+
+
+def delivery_state(delivery: Delivery) -> dict[str, Any]:
+    return {
+        "id": delivery.id,
+        "order_id": delivery.order_id,
+        "status": delivery.status,
+        "copy": delivery.copy,
+        "url": delivery.url,
+        "secret": delivery.secret,
+        "signature_headers": list(delivery.signature_headers),
+        "attempts": [
+            [a.at, a.status_code, a.error, a.duration_ms, a.manual] for a in delivery.attempts
+        ],
+        "next_attempt_at": delivery.next_attempt_at,
+    }
+
+
+def _quantity_out(value: int | Decimal) -> int | str:
+    return str(value) if isinstance(value, Decimal) else value
+
+
+# -- restoring ----------------------------------------------------------------------------
+
+
+class Restored:
+    """Everything a sandbox is made of, built from a document and not yet in use."""
+
+    def __init__(self) -> None:
+        self.state: State
+        self.seed: int
+        self.scenarios: dict[str, Scenario]
+        self.loaded_documents: list[Any]
+        self.queue: list[QueuedScenario]
+        self.faults: Faults
+        self.coverage: dict[str, dict[str, int]]
+        self.timers: list[tuple[Order, float]] = []
+
+
+def restore(sandbox: Sandbox, document: Any) -> Restored:
+    """Check `document` and build the state it describes (raises a `validation_error`
+    naming the first problem). Nothing of `sandbox` changes here: see `Sandbox.adopt`."""
+    from .sandbox import QueuedScenario
+
+    doc = _Reader(migrate(document), "state")
+    built = Restored()
+    built.seed = doc.integer("seed", 0, MAX_SEED)
+    clock_doc = doc.child("clock")
+    mode = clock_doc.choice("mode", ("manual", "real"))
+    scale = clock_doc.number("time_scale", minimum=0, exclusive=True)
+    clock = make_clock(mode, start=clock_doc.number("now"), time_scale=scale)
+    scenarios = {s.name: s for s in sandbox.startup.scenarios}
+    built.loaded_documents = doc.list("scenarios_loaded")
+    for index, loaded in enumerate(built.loaded_documents):
+        try:
+            for scenario in parse_scenarios(loaded, f"state: scenarios_loaded[{index}]"):
+                scenarios[scenario.name] = scenario
+        except ConfigError as exc:
+            raise validation_error("; ".join(exc.problems)) from exc
+    built.scenarios = scenarios
+    try:
+        catalog = parse_catalog(doc.list("catalog"), "state: catalog")
+    except ConfigError as exc:
+        raise validation_error("; ".join(exc.problems)) from exc
+    randomness = Randomness(built.seed, sandbox.namespace)
+    drawn = doc.child("random")
+    randomness.skip(*(drawn.integer(k, 0, 10**9) for k in ("ids", "tokens", "codes")))
+    state = State(clock=clock, randomness=randomness, catalog=catalog)
+    for account_doc in doc.items("accounts"):
+        state.add_account(_read_account(account_doc))
+    ledger = doc.child("ledger")
+    for account_id in ledger.keys():  # noqa: SIM118 - a _Reader, not a dict
+        if account_id not in state.accounts:
+            raise validation_error(f"state: ledger: no account {account_id}")
+        state.ledger.restore(account_id, _ledger_rows(ledger.list(account_id), account_id))
+    for index, row in enumerate(doc.list("tokens")):
+        token, account_id, api_key, expires_at = _row(row, 4, f"state: tokens[{index}]")
+        if account_id not in state.accounts:
+            raise validation_error(f"state: tokens[{index}]: no account {account_id}")
+        state.tokens.restore(str(token), Grant(str(account_id), str(api_key), float(expires_at)))
+    plants = doc.items("plants")
+    for plant in plants:
+        plant.choice("status", PLANT_STATUSES)
+    state.plants = Plants.load([p.data for p in plants])
+    for order_doc in doc.items("orders"):
+        order, due = _read_order(order_doc, state, scenarios)
+        state.orders[order.id] = order
+        if order.merchant_order_id is not None:
+            refs = state.orders_by_merchant_ref.setdefault(order.account_id, {})
+            refs[order.merchant_order_id] = order.id
+        if due is not None:
+            built.timers.append((order, due))
+    for delivery_doc in doc.items("deliveries"):
+        delivery = _read_delivery(delivery_doc, state)
+        state.deliveries[delivery.id] = delivery
+        state.deliveries_by_order.setdefault(delivery.order_id, []).append(delivery)
+    _link_webhooks(doc, state)
+    built.queue = []
+    for entry in doc.items("queue"):
+        name = entry.string("scenario")
+        if name not in scenarios:
+            raise validation_error(f"state: queue: unknown scenario {name!r}")
+        account_id = entry.optional_string("account_id")
+        if account_id is not None and account_id not in state.accounts:
+            raise validation_error(f"state: queue: no account {account_id}")
+        remaining = entry.data.get("remaining")
+        if remaining is not None:
+            remaining = entry.integer("remaining", 1, 10**6)
+        built.queue.append(QueuedScenario(scenarios[name], account_id, remaining))
+    try:
+        built.faults = Faults.load(doc.child("faults").data)
+    except (KeyError, TypeError) as exc:
+        raise validation_error(f"state: faults: {exc}") from exc
+    built.coverage = doc.child("coverage").data
+    built.state = state
+    return built
+
+
+def _read_account(doc: _Reader) -> Account:
+    keys = [str(k) for k in doc.list("api_keys")]
+    if not all(k.startswith("ak_") for k in keys):
+        raise validation_error(f"{doc.where}: an API key starts with 'ak_'")
+    return Account(
+        id=doc.string("id"),
+        email=doc.string("email"),
+        api_keys=keys,
+        balance=doc.integer("balance", -(10**15), 10**15),
+        has_active_subscription=doc.boolean("has_active_subscription"),
+        webhook_url=doc.optional_string("webhook_url"),
+        webhook_secret=doc.string("webhook_secret"),
+        signature_headers=tuple(str(h) for h in doc.list("signature_headers")),
+        opening_balance=doc.integer("opening_balance", -(10**15), 10**15),
+    )
+
+
+def _ledger_rows(rows: list[Any], account_id: str) -> list[list[Any]]:
+    checked = []
+    for index, row in enumerate(rows):
+        kind, amount, after, order_id, at = _row(row, 5, f"state: ledger.{account_id}[{index}]")
+        if kind not in ("charge", "refund", "adjustment") or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in (amount, after)
+        ):
+            raise validation_error(f"state: ledger.{account_id}[{index}]: not an entry")
+        checked.append([kind, amount, after, order_id, float(at)])
+    return checked
+
+
+def _read_order(
+    doc: _Reader, state: State, scenarios: dict[str, Scenario]
+) -> tuple[Order, float | None]:
+    account_id = doc.string("account_id")
+    if account_id not in state.accounts:
+        raise validation_error(f"{doc.where}: no account {account_id}")
+    name = doc.string("scenario")
+    if name not in scenarios:
+        raise validation_error(f"{doc.where}: scenario {name!r} is not loaded")
+    history = doc.list("history")
+    flat: tuple[str | float, ...] = ()
+    for index, step in enumerate(history):
+        status, at = _row(step, 2, f"{doc.where}.history[{index}]")
+        if status not in STATUSES:
+            raise validation_error(f"{doc.where}.history[{index}]: unknown status {status!r}")
+        flat += (status, float(at))
+    reason = doc.data.get("reason")
+    order = Order(
+        id=doc.string("id"),
+        account_id=account_id,
+        created_by_email=doc.string("email"),
+        item_id=doc.integer("item_id", 0, 2**53),
+        item_name=doc.string("item_name"),
+        product_type=doc.choice("product_type", ("key", "topup", "service")),
+        quantity=doc.quantity("quantity"),
+        unit_price=doc.integer("unit_price", 0, 10**15),
+        price=doc.integer("price", 0, 10**15),
+        fields={str(k): str(v) for k, v in doc.child("fields").data.items()},
+        merchant_order_id=doc.optional_string("merchant_order_id"),
+        created_at=doc.number("created_at"),
+        scenario=scenarios[name],
+        status=doc.choice("status", STATUSES),
+        delivered_quantity=doc.quantity("delivered_quantity"),
+        refund_amount=doc.integer("refund_amount", 0, 10**15),
+        error=doc.string("error"),
+        error_message=doc.string("error_message"),
+        codes=tuple(str(c) for c in doc.list("codes")),
+        completed_at=doc.optional_number("completed_at"),
+        source=doc.string("source"),
+        history=flat,
+        next_step=doc.integer("next_step", 0, len(scenarios[name].steps)),
+        expected_code=doc.optional_string("expected_code"),
+        scenario_reason=selection.reason(*map(str, _row(reason, 2, doc.where))) if reason else None,
+    )
+    return order, doc.optional_number("due")
+
+
+def _read_delivery(doc: _Reader, state: State) -> Delivery:
+    order = state.orders.get(doc.string("order_id"))
+    if order is None:
+        raise validation_error(f"{doc.where}: no order {doc.data.get('order_id')}")
+    attempts = []
+    for index, row in enumerate(doc.list("attempts")):
+        at, code, error, duration, manual = _row(row, 5, f"{doc.where}.attempts[{index}]")
+        attempts.append(Attempt(float(at), code, error, float(duration), bool(manual)))
+    return Delivery(
+        id=doc.string("id"),
+        order=order,
+        status=doc.choice("status", DELIVERY_STATUSES),
+        copy=doc.integer("copy", 0, 10),
+        url=doc.optional_string("url"),
+        secret=doc.optional_string("secret"),
+        signature_headers=tuple(str(h) for h in doc.list("signature_headers")),
+        attempts=tuple(attempts),
+        next_attempt_at=doc.optional_number("next_attempt_at"),
+    )
+
+
+def _link_webhooks(doc: _Reader, state: State) -> None:
+    """An order's `webhook` is its pending view or its primary delivery."""
+    for order_doc in doc.items("orders"):
+        order = state.orders[order_doc.string("id")]
+        saved = order_doc.data.get("webhook")
+        if saved is None:
+            order.webhook = None
+        elif isinstance(saved, dict) and isinstance(saved.get("view"), dict):
+            order.webhook = saved["view"]
+        elif isinstance(saved, dict) and saved.get("delivery") in state.deliveries:
+            order.webhook = state.deliveries[saved["delivery"]]
+        else:
+            raise validation_error(f"{order_doc.where}.webhook: not a view or a known delivery")
+
+
+def _row(value: Any, size: int, where: str) -> list[Any]:
+    if not isinstance(value, list) or len(value) != size:
+        raise validation_error(f"{where}: expected a list of {size} values")
+    return value
+
+
+class _Reader:
+    """Typed access to one object of the document; problems name where they are."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            raise validation_error(f"{where}: expected an object")
+        self.data, self.where = data, where
+
+    def _get(self, key: str) -> Any:
+        if key not in self.data:
+            raise validation_error(f"{self.where}: {key!r} is missing")
+        return self.data[key]
+
+    def _bad(self, key: str, wanted: str) -> Exception:
+        return validation_error(f"{self.where}.{key}: expected {wanted}, got {self.data[key]!r}")
+
+    def keys(self) -> list[str]:
+        return list(self.data)
+
+    def child(self, key: str) -> _Reader:
+        return _Reader(self._get(key), f"{self.where}.{key}")
+
+    def list(self, key: str) -> list[Any]:
+        value = self._get(key)
+        if not isinstance(value, list):
+            raise self._bad(key, "a list")
+        return value
+
+    def items(self, key: str) -> list[_Reader]:
+        return [_Reader(v, f"{self.where}.{key}[{i}]") for i, v in enumerate(self.list(key))]
+
+    def string(self, key: str) -> str:
+        value = self._get(key)
+        if not isinstance(value, str):
+            raise self._bad(key, "a string")
+        return value
+
+    def optional_string(self, key: str) -> str | None:
+        return None if self.data.get(key) is None else self.string(key)
+
+    def boolean(self, key: str) -> bool:
+        value = self._get(key)
+        if not isinstance(value, bool):
+            raise self._bad(key, "true or false")
+        return value
+
+    def integer(self, key: str, low: int, high: int) -> int:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise self._bad(key, f"an integer {low}..{high}")
+        return value
+
+    def number(self, key: str, minimum: float | None = None, exclusive: bool = False) -> float:
+        value = self._get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._bad(key, "a number")
+        if minimum is not None and (value <= minimum if exclusive else value < minimum):
+            raise self._bad(key, f"a number {'>' if exclusive else '>='} {minimum}")
+        return float(value)
+
+    def optional_number(self, key: str) -> float | None:
+        return None if self.data.get(key) is None else self.number(key)
+
+    def choice(self, key: str, allowed: tuple[str, ...]) -> str:
+        value = self._get(key)
+        if value not in allowed:
+            raise self._bad(key, f"one of {', '.join(allowed)}")
+        return value
+
+    def quantity(self, key: str) -> int | Decimal:
+        value = self._get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return Decimal(value)
+            except InvalidOperation:
+                pass
+        raise self._bad(key, "an integer or a decimal string")
