@@ -201,3 +201,13 @@ async def test_reset_accepts_the_largest_seed_and_shows_it(client):
     response = await client.post("/_mock/reset", json={"seed": 2**63 - 1})
     assert response.status == 200
     assert (await response.json())["seed"] == 2**63 - 1
+
+
+async def test_the_ledger_can_be_read_for_one_order(merchant):
+    _, first = await merchant.create({"item_id": 1001})
+    await merchant.create({"item_id": 1002})
+    account = first["created_by"]["id"]
+    path = f"/_mock/accounts/{account}/ledger?order_id={first['id']}"
+    ledger = await (await merchant.client.get(path)).json()
+    assert [(e["kind"], e["order_id"]) for e in ledger["entries"]] == [("charge", first["id"])]
+    assert ledger["conserved"] is True and ledger["balance"] == 965.01

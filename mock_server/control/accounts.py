@@ -42,7 +42,11 @@ async def patch_account(request: web.Request) -> web.Response:
 
 
 async def read_ledger(request: web.Request) -> web.Response:
-    return json_response(admin.ledger_view(_state(request), request.match_info["account_id"]))
+    return json_response(
+        admin.ledger_view(
+            _state(request), request.match_info["account_id"], request.query.get("order_id")
+        )
+    )
 
 
 async def issue_api_key(request: web.Request) -> web.Response:

@@ -149,13 +149,18 @@ def _forget_account_activity(state: State) -> None:
     state.ledger = Ledger()
 
 
-def ledger_view(state: State, account_id: str) -> dict[str, Any]:
+def ledger_view(state: State, account_id: str, order_id: str | None = None) -> dict[str, Any]:
+    """The account's entries (only one order's, with `order_id`); `conserved` is always
+    over every entry."""
     account = find_account(state, account_id)
+    entries = state.ledger.entries(account.id)
+    if order_id is not None:
+        entries = [entry for entry in entries if entry.order_id == order_id]
     return {
         "account_id": account.id,
         "opening_balance": major(account.opening_balance),
         "balance": major(account.balance),
-        "entries": [entry.to_json() for entry in state.ledger.entries(account.id)],
+        "entries": [entry.to_json() for entry in entries],
         "conserved": state.ledger.conserved(account),
     }
 

@@ -212,7 +212,14 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 "Read an account's ledger",
                 tag,
                 ("200", "Every balance movement.", ref("Ledger")),
-                parameters=[ACCOUNT_ID],
+                parameters=[
+                    ACCOUNT_ID,
+                    query_param(
+                        "order_id",
+                        "Only this order's entries (`conserved` still covers all).",
+                        string(),
+                    ),
+                ],
                 errors=not_found("account"),
             ),
         },
