@@ -34,8 +34,10 @@ USER 10001:10001
 EXPOSE 8080
 
 # /_mock/health stays open when MOCK_ADMIN_TOKEN is set; no curl in a slim image.
+# With MOCK_TLS or MOCK_TLS_CERT set it speaks HTTPS, without verifying: it only asks
+# whether this very process answers on loopback (a given certificate may not name it).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('MOCK_PORT', '8080') + '/_mock/health', timeout=2)"]
+    CMD ["python", "-c", "import os, ssl, urllib.request; tls = bool(os.environ.get('MOCK_TLS') or os.environ.get('MOCK_TLS_CERT')); urllib.request.urlopen(('https' if tls else 'http') + '://127.0.0.1:' + os.environ.get('MOCK_PORT', '8080') + '/_mock/health', timeout=2, context=ssl._create_unverified_context() if tls else None)"]
 
 # Exec form: mock-server is PID 1 and receives SIGTERM itself (clean exit 0 within 1 s).
 ENTRYPOINT ["mock-server"]

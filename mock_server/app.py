@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
+from ssl import SSLContext
 
 from aiohttp import web
 
@@ -28,6 +29,7 @@ from .control import ui as control_ui
 from .domain.events import EventHub
 from .domain.sandbox import Sandbox, StartupState
 from .domain.sandboxes import Sandboxes
+from .tls import webhook_ssl
 from .webhooks import WebhookSender
 
 SETTINGS = web.AppKey("settings", Settings)
@@ -54,12 +56,16 @@ def create_app(
         ),
     )
     app[SETTINGS] = settings
-    default = make_sandbox(startup, clock=clock)
+    # One context for every sandbox's sender: loading a trust store is not free.
+    sender_ssl = webhook_ssl(settings.webhook_ca, insecure=settings.webhook_insecure)
+    default = make_sandbox(startup, clock=clock, webhook_ssl=sender_ssl)
     app[SANDBOX] = default
     app[WEBHOOKS] = default.webhooks
     app[SANDBOXES] = Sandboxes(
         default,
-        make=lambda startup, sandbox_id: make_sandbox(startup, namespace=sandbox_id),
+        make=lambda startup, sandbox_id: make_sandbox(
+            startup, namespace=sandbox_id, webhook_ssl=sender_ssl
+        ),
         ttl=settings.sandbox_ttl,
         limit=settings.max_sandboxes,
         wall=wall,
@@ -81,12 +87,17 @@ def create_app(
 
 
 def make_sandbox(
-    startup: StartupState, *, clock: Clock | None = None, namespace: str = ""
+    startup: StartupState,
+    *,
+    clock: Clock | None = None,
+    namespace: str = "",
+    webhook_ssl: SSLContext | bool = True,
 ) -> Sandbox:
     """A sandbox wired to its own webhook sender (its own pooled HTTP client, so one
-    sandbox's hanging receivers never hold another's deliveries)."""
+    sandbox's hanging receivers never hold another's deliveries); `webhook_ssl` is how
+    it verifies `https://` receivers (`tls.webhook_ssl`)."""
     sandbox = Sandbox(startup, clock=clock, namespace=namespace, events=EventHub(dumps))
-    sender = WebhookSender(sandbox)
+    sender = WebhookSender(sandbox, ssl=webhook_ssl)
     sandbox.webhooks = sender
     sandbox.settled_hooks.append(sender.order_settled)
     return sandbox

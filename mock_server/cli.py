@@ -14,12 +14,14 @@ import json
 import math
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
 
+from . import tls
 from .clock import ClockError, parse_iso
 from .config import DEFAULT_PORT, Settings, load_startup
 from .domain.sandbox import StartupState
@@ -36,6 +38,7 @@ _NUMERIC_ENV = {
     "MOCK_SANDBOX_TTL": float,
     "MOCK_MAX_SANDBOXES": int,
 }
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -128,6 +131,42 @@ def _serve_parser() -> argparse.ArgumentParser:
         default=_env("MOCK_MAX_SANDBOXES", "1000"),
         help="most sandboxes created and alive at once [MOCK_MAX_SANDBOXES]",
     )
+    add(
+        "--tls",
+        metavar="self-signed",
+        default=_env("MOCK_TLS"),
+        help="serve HTTPS with a certificate from a local CA made at start [MOCK_TLS]",
+    )
+    add(
+        "--tls-ca-out",
+        metavar="PATH",
+        default=_env("MOCK_TLS_CA_OUT"),
+        help=f"--tls self-signed: write the CA here (./{tls.DEFAULT_CA_OUT}) [MOCK_TLS_CA_OUT]",
+    )
+    add(
+        "--tls-cert",
+        metavar="PATH",
+        default=_env("MOCK_TLS_CERT"),
+        help="serve HTTPS with this PEM certificate (chain) [MOCK_TLS_CERT]",
+    )
+    add(
+        "--tls-key",
+        metavar="PATH",
+        default=_env("MOCK_TLS_KEY"),
+        help="the PEM private key of --tls-cert [MOCK_TLS_KEY]",
+    )
+    add(
+        "--webhook-ca",
+        metavar="PATH",
+        default=_env("MOCK_WEBHOOK_CA"),
+        help="also trust this CA for https:// webhook receivers [MOCK_WEBHOOK_CA]",
+    )
+    add(
+        "--webhook-insecure",
+        action="store_true",
+        default=None,
+        help="do not verify https:// webhook receivers' certificates [MOCK_WEBHOOK_INSECURE]",
+    )
     return parser
 
 
@@ -163,6 +202,17 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         )
     if args.max_sandboxes < 0:
         parser.error("--max-sandboxes must be >= 0")
+    webhook_insecure = _webhook_insecure(parser, args.webhook_insecure)
+    problem = tls.flag_problem(
+        mode=args.tls,
+        cert=args.tls_cert,
+        key=args.tls_key,
+        ca_out=args.tls_ca_out,
+        webhook_ca=args.webhook_ca,
+        webhook_insecure=webhook_insecure,
+    )
+    if problem:
+        parser.error(problem)
     return Settings(
         host=args.host,
         port=args.port,
@@ -180,7 +230,22 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         journal_size=args.journal_size,
         sandbox_ttl=args.sandbox_ttl,
         max_sandboxes=args.max_sandboxes,
+        tls=args.tls,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_ca_out=(args.tls_ca_out or tls.DEFAULT_CA_OUT) if args.tls else None,
+        webhook_ca=args.webhook_ca,
+        webhook_insecure=webhook_insecure,
     )
+
+
+def _webhook_insecure(parser: argparse.ArgumentParser, flag: bool | None) -> bool:
+    if flag:
+        return True
+    value = _env("MOCK_WEBHOOK_INSECURE", "0").strip().lower()
+    if value not in _TRUE + _FALSE:
+        parser.error(f"MOCK_WEBHOOK_INSECURE: {value!r} is neither of {_TRUE + _FALSE}")
+    return value in _TRUE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -229,17 +294,19 @@ async def serve(settings: Settings, startup: StartupState) -> None:
         handle_signals=False,
         shutdown_timeout=0.5,
     )
+    ssl_context = _server_ssl(settings)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, settings.host, settings.port)
+        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)
         await site.start()
     except OSError as exc:
         print(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}", file=sys.stderr)
         await runner.cleanup()
         raise SystemExit(1) from exc
     host, port = runner.addresses[0][:2]
-    print(f"listening on http://{_url_host(host)}:{port}", flush=True)
-    print(banner(app, f"http://{_url_host(host)}:{port}"), flush=True)
+    url = f"{'https' if settings.https else 'http'}://{_url_host(host)}:{port}"
+    print(f"listening on {url}", flush=True)
+    print(banner(app, url), flush=True)
     _settle_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -251,6 +318,21 @@ async def serve(settings: Settings, startup: StartupState) -> None:
         access_lines.flush()
     await runner.cleanup()
     access_lines.flush()
+
+
+def _server_ssl(settings: Settings) -> ssl.SSLContext | None:
+    """The HTTPS context to listen with (None: plain HTTP). The flags were checked at
+    parse time; what still fails here (a file changed since, the CA not writable) stops
+    the start with one line naming the file, exit 1."""
+    try:
+        if settings.tls_cert and settings.tls_key:
+            return tls.server_context(settings.tls_cert, settings.tls_key)
+        if settings.tls and settings.tls_ca_out:
+            return tls.self_signed(settings.host, settings.tls_ca_out)
+    except (tls.TlsError, OSError) as exc:
+        print(f"cannot serve HTTPS: {exc}", file=sys.stderr)
+        raise SystemExit(1) from exc
+    return None
 
 
 def _settle_garbage_collector() -> None:
@@ -267,13 +349,22 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+WEBHOOK_INSECURE_WARNING = (
+    "  WARNING      --webhook-insecure: certificates of https:// webhook receivers are NOT verified"
+)
+
+
 def banner(app: web.Application, url: str) -> str:
     from .api.merchant import SANDBOX
+    from .app import SETTINGS
 
     sandbox = app[SANDBOX]
+    settings = app[SETTINGS]
     account = next(iter(sandbox.state.accounts.values()))
+    ca_path = os.path.abspath(settings.tls_ca_out) if settings.tls_ca_out else None
+    cacert = f"--cacert {ca_path} " if ca_path else ""
     token_call = (
-        f"curl -s -X POST {url}/api/v1/auth/token/client "
+        f"curl -s {cacert}-X POST {url}/api/v1/auth/token/client "
         f"-H 'Content-Type: application/json' -d '{json.dumps({'api_key': account.api_keys[0]})}'"
     )
     clock = sandbox.clock
@@ -286,6 +377,8 @@ def banner(app: web.Application, url: str) -> str:
             f"  catalog      {len(sandbox.state.catalog)} items",
             f"  scenarios    {len(sandbox.scenarios)} ({', '.join(sandbox.scenarios)})",
             f"  clock        {clock.mode}{scale}, seed {sandbox.seed}",
+            *([f"  ca           {ca_path}"] if ca_path else []),
+            *([WEBHOOK_INSECURE_WARNING] if settings.webhook_insecure else []),
             f"  dashboard    {url}/_mock/ui/",
             f"  try          {token_call}",
         ]

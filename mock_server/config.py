@@ -40,6 +40,20 @@ class Settings:
     journal_size: int = 1000
     sandbox_ttl: float = 3600.0
     max_sandboxes: int = 1000
+    # HTTPS (DESIGN 14): either `tls="self-signed"` (CA written to `tls_ca_out`) or a
+    # `tls_cert` + `tls_key` pair; none of them serves plain HTTP.
+    tls: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca_out: str | None = None
+    # Trust for `https://` webhook receivers: the system store, plus `webhook_ca`;
+    # `webhook_insecure` turns verification off.
+    webhook_ca: str | None = None
+    webhook_insecure: bool = False
+
+    @property
+    def https(self) -> bool:
+        return self.tls is not None or self.tls_cert is not None
 
 
 @functools.cache

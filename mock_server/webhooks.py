@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
+from ssl import SSLContext
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -44,8 +45,11 @@ def verify(secret: str, body: bytes, header: str | None) -> bool:
 
 
 class WebhookSender:
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, *, ssl: SSLContext | bool = True) -> None:
+        """`ssl` is how `https://` receivers are verified: True (the system's trust
+        store), a context (e.g. trusting an added CA) or False (not at all)."""
         self._sandbox = sandbox
+        self._ssl = ssl
         self._session: aiohttp.ClientSession | None = None
 
     # -- lifecycle hook -------------------------------------------------------------------
@@ -174,7 +178,7 @@ class WebhookSender:
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=100),
+                connector=aiohttp.TCPConnector(limit=100, ssl=self._ssl),
                 skip_auto_headers=("User-Agent",),
                 headers={"User-Agent": "ordering-sandbox-webhooks/1"},
             )

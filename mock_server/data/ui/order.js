@@ -116,8 +116,9 @@ async function renderLife(section, detail) {
 }
 
 async function renderLedger(section, accountId, orderId) {
-  const ledger = await get(`/_mock/accounts/${encodeURIComponent(accountId)}/ledger`);
-  const entries = ledger.entries.filter((entry) => entry.order_id === orderId);
+  const query = `?order_id=${encodeURIComponent(orderId)}`;
+  const ledger = await get(`/_mock/accounts/${encodeURIComponent(accountId)}/ledger${query}`);
+  const entries = ledger.entries;
   const { node, tbody } = table("Ledger entries of this order", ["Kind", "Amount", "Balance after", "At"]);
   tbody.append(
     ...entries.map((entry) =>
