@@ -15,7 +15,7 @@ from .api import merchant
 from .api.jsonio import dumps
 from .api.merchant import SANDBOX, WEBHOOKS
 from .api.middleware import make_middlewares
-from .api.routing import SANDBOXES, mirror_under_sandboxes
+from .api.routing import SANDBOXES, STATE_FILE, mirror_under_sandboxes
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
 from .control import accounts as control_accounts
@@ -81,6 +81,10 @@ def create_app(
     openapi.add_routes(app)
     mirror_under_sandboxes(app.router)  # every route so far, under each sandbox's base path
     control_sandboxes.add_routes(app)
+    if settings.state:
+        from .persistence import StateFile  # sqlite3 is imported only when it is used
+
+        app[STATE_FILE] = StateFile(settings.state)  # refuses a locked or unusable file
     app.cleanup_ctx.append(_run_sandboxes)
     app.on_shutdown.append(_end_event_streams)
     return app
@@ -111,12 +115,17 @@ async def _run_sandboxes(app: web.Application) -> AsyncIterator[None]:
     """The default sandbox runs from start-up (its real-clock loop, if any); idle
     sandboxes are swept out; at shutdown every sandbox stops."""
     sandboxes = app[SANDBOXES]
+    state_file = app.get(STATE_FILE)
+    if state_file is not None:
+        state_file.attach(sandboxes)  # every saved sandbox back, before any request
     sandboxes.default.sandbox.start()
     sweeper = asyncio.create_task(_sweep(sandboxes))
     yield
     sweeper.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await sweeper
+    if state_file is not None:
+        state_file.close()  # before the sandboxes stop: stopping is not deleting
     await sandboxes.close_all()
 
 

@@ -26,6 +26,7 @@ from .clock import ClockError, parse_iso
 from .config import DEFAULT_PORT, Settings, load_startup
 from .domain.sandbox import StartupState
 from .domain.sandbox_options import MAX_TTL
+from .errors import StateFileError
 from .logs import FLUSH_INTERVAL, AccessLog, LineSink, configure_logging
 from .sourcefile import ConfigError
 
@@ -132,6 +133,12 @@ def _serve_parser() -> argparse.ArgumentParser:
         help="most sandboxes created and alive at once [MOCK_MAX_SANDBOXES]",
     )
     add(
+        "--state",
+        metavar="PATH",
+        default=_env("MOCK_STATE"),
+        help="keep every sandbox's state in this file and resume from it [MOCK_STATE]",
+    )
+    add(
         "--tls",
         metavar="self-signed",
         default=_env("MOCK_TLS"),
@@ -230,6 +237,7 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         journal_size=args.journal_size,
         sandbox_ttl=args.sandbox_ttl,
         max_sandboxes=args.max_sandboxes,
+        state=args.state,
         tls=args.tls,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
@@ -277,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.run(serve(settings, startup))
     except KeyboardInterrupt:
         pass
+    except StateFileError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     return 0
 
 
@@ -356,6 +367,7 @@ WEBHOOK_INSECURE_WARNING = (
 
 def banner(app: web.Application, url: str) -> str:
     from .api.merchant import SANDBOX
+    from .api.routing import STATE_FILE
     from .app import SETTINGS
 
     sandbox = app[SANDBOX]
@@ -380,6 +392,7 @@ def banner(app: web.Application, url: str) -> str:
             *([f"  ca           {ca_path}"] if ca_path else []),
             *([WEBHOOK_INSECURE_WARNING] if settings.webhook_insecure else []),
             f"  dashboard    {url}/_mock/ui/",
+            *([f"  state        {app[STATE_FILE].path}"] if STATE_FILE in app else []),
             f"  try          {token_call}",
         ]
     )

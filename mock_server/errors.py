@@ -37,6 +37,10 @@ class TokenError(Exception):
         self.message = message
 
 
+class StateFileError(Exception):
+    """The `--state` file cannot be used; the message names it, says why and what to do."""
+
+
 def validation_error(detail: str, cause: str | None = None) -> ApiError:
     return ApiError(400, "validation_error", detail, cause=cause)
 

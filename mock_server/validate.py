@@ -1,6 +1,7 @@
-"""`mock-server validate PATH...`: check catalog, accounts and scenario files.
+"""`mock-server validate PATH...`: check catalog, accounts, scenario and state files.
 
-The kind of each file is read from its shape: a mapping with `accounts` is an accounts
+The kind of each file is read from its shape: a mapping with `format` is a state
+document (`GET /_mock/state`); one with `accounts` is an accounts
 file; one with `scenarios` or `steps` (or a list of mappings with `steps`) holds
 scenarios; anything else is checked as a catalog. Folders are checked as scenario
 folders. Exit 0 when all is well, else 1 with one `file:line: reason` per problem.
@@ -22,6 +23,8 @@ from .sourcefile import ConfigError, read_file
 
 def kind_of(data: Any) -> str:
     if isinstance(data, dict):
+        if "format" in data:
+            return "state"
         if "accounts" in data:
             return "accounts"
         if "scenarios" in data or "steps" in data:
@@ -47,6 +50,7 @@ def check(path: str) -> tuple[str, list[str]]:
             "accounts": parse_accounts,
             "scenarios": parse_scenarios,
             "catalog": parse_catalog,
+            "state": _check_state,
         }[kind]
         parse(data, path)
     except ConfigError as exc:
@@ -54,10 +58,25 @@ def check(path: str) -> tuple[str, list[str]]:
     return kind, []
 
 
+def _check_state(data: Any, path: str) -> None:
+    """A state document is checked by building it, as `PUT /_mock/state` does, against
+    a sandbox on the embedded defaults (the built-in scenarios)."""
+    from .config import Settings, load_startup
+    from .domain import snapshot
+    from .domain.sandbox import Sandbox
+    from .errors import ApiError
+
+    sandbox = Sandbox(load_startup(Settings(clock="manual", seed=0)))
+    try:
+        snapshot.restore(sandbox, data)
+    except ApiError as error:
+        raise ConfigError([f"{path}: {error.detail}"]) from error
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="mock-server validate",
-        description="Check catalog, accounts and scenario files without serving.",
+        description="Check catalog, accounts, scenario and state files without serving.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH")
     args = parser.parse_args(list(argv))

@@ -173,3 +173,23 @@ async def test_a_document_that_is_not_one_is_refused(client):
     for document in ([], {"format": "1"}, {"seed": 1}):
         status, error = await put_state(client, document)
         assert status == 400 and "format" in error["detail"]
+
+
+def test_validate_checks_a_saved_state_document(tmp_path):
+    import json as jsonlib
+    import subprocess
+    import sys
+
+    from mock_server.config import Settings, load_startup
+    from mock_server.domain.sandbox import Sandbox
+
+    document = Sandbox(load_startup(Settings(clock="manual", seed=1))).dump_state()
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(jsonlib.dumps(document))
+    bad.write_text(jsonlib.dumps(broken(document, ["clock", "mode"], "sundial")))
+    command = [sys.executable, "-m", "mock_server", "validate"]
+    ok = subprocess.run([*command, str(good)], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "ok (state)" in ok.stdout
+    refused = subprocess.run([*command, str(bad)], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1
+    assert f"{bad}: state.clock.mode" in refused.stderr

@@ -19,10 +19,11 @@ from aiohttp import web
 
 from ..domain.coverage import PREFIXES as MERCHANT_PREFIXES
 from ..domain.coverage import Coverage
+from ..domain.sandbox import Sandbox
 from ..domain.sandboxes import Sandboxes
 from ..errors import ApiError, TokenError, not_authenticated, payload_too_large
 from .jsonio import json_response
-from .routing import CURRENT, ENTRY_PARAM, SANDBOXES, inner_path, merchant_sandbox
+from .routing import CURRENT, ENTRY_PARAM, SANDBOXES, STATE_FILE, inner_path, merchant_sandbox
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -93,7 +94,9 @@ def _control(handler: Handler, admin_token: str | None, sandbox_id: str | None, 
             _check_control_token(request, admin_token, sandboxes, own)
         entry = sandboxes.find(sandbox_id) if sandbox_id is not None else sandboxes.default
         request[CURRENT] = entry.sandbox
-        return await handler(request)
+        response = await handler(request)
+        _save(request, entry.sandbox)
+        return response
 
     return run
 
@@ -151,6 +154,7 @@ async def _merchant_call(
             },
             fault.status,
         )
+    _save(request, sandbox)
     if fault is None:
         _count(sandbox.coverage, request, path)
     call = sandbox.journal.record(
@@ -172,6 +176,16 @@ async def _body_for_journal(request: web.Request) -> bytes:
         return await request.read()
     except Exception:  # noqa: BLE001 - over the size limit, or the client left: not kept
         return b""
+
+
+def _save(request: web.Request, sandbox: Sandbox) -> None:
+    """With --state, what this call changed is in the file before the answer leaves.
+    Reads change nothing; any other call may (a control call's change has no hook of its
+    own, so the sandbox's small part is rewritten)."""
+    state_file = request.app.get(STATE_FILE)
+    if state_file is not None and request.method not in ("GET", "HEAD"):
+        state_file.touched(sandbox)
+        state_file.flush()
 
 
 def _count(coverage: Coverage, request: web.Request, path: str) -> None:

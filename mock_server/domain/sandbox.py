@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import Clock, iso, make_clock
 from ..errors import (
@@ -38,12 +38,20 @@ from .journal import Journal
 from .lifecycle import Lifecycle
 from .money import charge_for, major
 from .order_request import OrderRequest, parse_order_request
-from .orders import STATUSES, Order
+from .orders import PENDING_WEBHOOK, STATUSES, Order
 from .plants import Plant
 from .state import State
 
 if TYPE_CHECKING:
     from ..webhooks import WebhookSender
+
+
+class Recorder(Protocol):
+    """Who keeps a state file up to date: told of each order, delivery and token."""
+
+    def order(self, sandbox: Sandbox, order: Order) -> None: ...
+    def delivery(self, sandbox: Sandbox, delivery: Delivery) -> None: ...
+    def token(self, sandbox: Sandbox, token: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -108,6 +116,10 @@ class Sandbox:
         self.events = events or EventHub(encode_json)
         #: What the run exercised (DESIGN 15); a reset keeps it.
         self.coverage = Coverage()
+        #: Told of every change, to keep a state file up to date (`persistence`).
+        self.recorder: Recorder | None = None
+        #: Bumped when the state is replaced wholesale (reset, saved state, accounts).
+        self.generation = 0
         self.lifecycle = self._new_lifecycle()
         self.queue: list[QueuedScenario] = []
         self.faults = Faults()
@@ -163,6 +175,8 @@ class Sandbox:
             raise TokenError(401, "Invalid API key")
         token = self.state.randomness.token()
         self.state.tokens.issue(token, account_id, api_key, self.state.now(account_id))
+        if self.recorder is not None:
+            self.recorder.token(self, token)
         return {"access_token": token, "token_type": "Bearer"}
 
     def authenticate(self, authorization: str | None) -> Account:
@@ -293,6 +307,7 @@ class Sandbox:
         self.queue.clear()
         self.faults = Faults()  # fault ids restart too: same requests, same answers
         self.journal.clear()
+        self.generation += 1
         self.events.publish("reset", {})
 
     def queue_scenario(
@@ -366,6 +381,7 @@ class Sandbox:
         the replaced accounts go with them."""
         accounts = admin.replace_accounts(self.state, data)
         self.queue = [entry for entry in self.queue if entry.account_id is None]
+        self.generation += 1  # orders and deliveries of the old accounts are gone
         return accounts
 
     def load_scenarios(self, data: Any, source: str = "request body") -> list[Scenario]:
@@ -401,6 +417,7 @@ class Sandbox:
         self.faults = restored.faults
         self.coverage.load(restored.coverage)
         self.journal.clear()
+        self.generation += 1
         self.lifecycle = self._new_lifecycle()
         for order, due in restored.timers:
             self.lifecycle.resume(order, due)
@@ -478,7 +495,7 @@ class Sandbox:
             merchant_order_id=request.merchant_order_id,
             created_at=now,
             scenario=scenario,
-            webhook=_initial_webhook() if account.webhook_url else None,
+            webhook=PENDING_WEBHOOK if account.webhook_url else None,
         )
         order.history += ("pending", now)
         self.state.orders[order.id] = order
@@ -493,11 +510,16 @@ class Sandbox:
         return order
 
     def order_changed(self, order: Order) -> None:
-        """Tell the event readers (if any) that `order` was created or changed."""
+        """Tell the state file and the event readers (if any) that `order` was created or
+        changed."""
+        if self.recorder is not None:
+            self.recorder.order(self, order)
         if self.events.active:
             self.events.publish("order", {"order": order.to_json(), "account_id": order.account_id})
 
     def delivery_changed(self, delivery: Delivery) -> None:
+        if self.recorder is not None:
+            self.recorder.delivery(self, delivery)
         if self.events.active:
             self.events.publish("delivery", delivery.to_json())
 
@@ -538,16 +560,6 @@ class Sandbox:
         if delivery is None:
             raise not_found(f"Delivery {delivery_id} not found")
         return delivery
-
-
-def _initial_webhook() -> dict[str, Any]:
-    return {
-        "status": "pending",
-        "attempts": 0,
-        "last_status_code": None,
-        "last_attempt_at": None,
-        "next_attempt_at": None,
-    }
 
 
 def _candidate(request: OrderRequest) -> selection.Candidate:

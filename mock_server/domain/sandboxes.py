@@ -19,7 +19,7 @@ import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..clock import iso
@@ -43,6 +43,10 @@ class Entry:
     created_at: float  # wall time
     last_used_at: float
     ttl: float | None  # idle seconds before expiry; None never expires
+    #: How it was made (the create body, and the keys it got instead of the server's),
+    #: so a state file can make it again.
+    options: dict[str, Any] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)
 
     @property
     def expires_at(self) -> float | None:
@@ -86,6 +90,8 @@ class Sandboxes:
         self._live: dict[str, Entry] = {}
         self._gone: OrderedDict[str, str] = OrderedDict()
         self._closing: set[asyncio.Task[None]] = set()
+        #: Told when a sandbox is created or dropped (the state file).
+        self.observers: list[Any] = []
         # Ids, keys and control tokens follow the server's seed: same run, same answers.
         self._random = random.Random(f"{default.startup.seed}:sandboxes")
 
@@ -103,20 +109,60 @@ class Sandboxes:
                 "delete one you no longer need, or wait for idle ones to expire",
             )
         sandbox_id = self._new_id()
-        startup = options.startup
-        if not options.accounts_given:
-            keys = [f"ak_{sandbox_id}_{self._hex(12)}" for _ in startup.accounts]
-            startup = replace(startup, accounts=with_own_keys(startup.accounts, keys))
-        sandbox = self._make(startup, sandbox_id)
+        keys = (
+            []
+            if options.accounts_given
+            else [f"ak_{sandbox_id}_{self._hex(12)}" for _ in options.startup.accounts]
+        )
         now = self._wall()
-        entry = Entry(
+        entry = self._add(
             sandbox_id,
-            sandbox,
+            options.startup,
+            body,
+            keys,
             f"ctl_{self._hex(32)}",
             now,
             now,
-            options.ttl if options.ttl is not None else self._ttl,
+            options.ttl or self._ttl,
         )
+        for observer in self.observers:
+            observer.created(entry)
+        return entry
+
+    def restore(
+        self,
+        sandbox_id: str,
+        body: dict[str, Any],
+        keys: list[str],
+        control_token: str,
+        created_at: float,
+        last_used_at: float,
+        ttl: float,
+    ) -> Entry:
+        """A sandbox of an earlier run made again as it was created (a state file then
+        brings its state back)."""
+        startup = parse_sandbox_options(body, self.default.sandbox.startup).startup
+        entry = self._add(
+            sandbox_id, startup, body, keys, control_token, created_at, last_used_at, ttl
+        )
+        self._gone.pop(sandbox_id, None)
+        return entry
+
+    def _add(
+        self,
+        sandbox_id: str,
+        startup: StartupState,
+        body: dict[str, Any],
+        keys: list[str],
+        control_token: str,
+        created_at: float,
+        last_used_at: float,
+        ttl: float,
+    ) -> Entry:
+        if keys:
+            startup = replace(startup, accounts=with_own_keys(startup.accounts, keys))
+        sandbox = self._make(startup, sandbox_id)
+        entry = Entry(sandbox_id, sandbox, control_token, created_at, last_used_at, ttl, body, keys)
         self._live[sandbox_id] = entry
         sandbox.start()
         return entry
@@ -224,6 +270,8 @@ class Sandboxes:
 
     def _drop(self, entry: Entry, why: str) -> None:
         del self._live[entry.id]
+        for observer in self.observers:
+            observer.dropped(entry)
         self._gone[entry.id] = why
         while len(self._gone) > _GONE_MEMORY:
             self._gone.popitem(last=False)

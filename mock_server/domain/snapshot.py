@@ -24,7 +24,7 @@ from .accounts import Account
 from .catalog import parse_catalog
 from .deliveries import Attempt, Delivery
 from .faults import Faults
-from .orders import STATUSES, Order
+from .orders import PENDING_WEBHOOK, STATUSES, Order
 from .plants import PLANT_STATUSES, Plants
 from .randomness import MAX_SEED, Randomness
 from .state import State
@@ -39,23 +39,31 @@ DELIVERY_STATUSES = ("pending", "retrying", "delivered", "failed", "dropped")
 
 
 def dump(sandbox: Sandbox) -> dict[str, Any]:
+    state = sandbox.state
+    now = sandbox.clock.now()
+    return dump_rest(sandbox) | {
+        "ledger": {account_id: state.ledger.rows(account_id) for account_id in state.accounts},
+        "tokens": [[t, g.account_id, g.api_key, g.expires_at] for t, g in state.tokens.live(now)],
+        "orders": [order_state(order) for order in state.orders.values()],
+        "deliveries": [delivery_state(d) for d in state.deliveries.values()],
+    }
+
+
+def dump_rest(sandbox: Sandbox) -> dict[str, Any]:
+    """The document without the parts that grow with traffic (ledger, tokens, orders,
+    deliveries): what a state file rewrites on every change."""
     state, clock = sandbox.state, sandbox.clock
-    now = clock.now()
     return {
         "format": FORMAT,
         "seed": sandbox.seed,
-        "clock": {"mode": clock.mode, "time_scale": clock.time_scale, "now": now},
+        "clock": {"mode": clock.mode, "time_scale": clock.time_scale, "now": clock.now()},
         "random": dict(state.randomness.drawn),
         "scenarios_loaded": list(sandbox.loaded_documents),
         "catalog": state.catalog.to_feed(),
         "accounts": [_account(a) for a in state.accounts.values()],
-        "ledger": {account_id: state.ledger.rows(account_id) for account_id in state.accounts},
-        "tokens": [[t, g.account_id, g.api_key, g.expires_at] for t, g in state.tokens.live(now)],
         "queue": [entry.to_json() for entry in sandbox.queue],
         "faults": sandbox.faults.dump(),
         "plants": state.plants.dump(),
-        "orders": [order_state(order) for order in state.orders.values()],
-        "deliveries": [delivery_state(d) for d in state.deliveries.values()],
         "coverage": sandbox.coverage.dump(),
     }
 
@@ -351,7 +359,8 @@ def _link_webhooks(doc: _Reader, state: State) -> None:
         if saved is None:
             order.webhook = None
         elif isinstance(saved, dict) and isinstance(saved.get("view"), dict):
-            order.webhook = saved["view"]
+            view = saved["view"]
+            order.webhook = PENDING_WEBHOOK if view == PENDING_WEBHOOK else view
         elif isinstance(saved, dict) and saved.get("delivery") in state.deliveries:
             order.webhook = state.deliveries[saved["delivery"]]
         else:

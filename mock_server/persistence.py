@@ -1,0 +1,353 @@
+"""`--state PATH`: every sandbox's whole state kept in an SQLite file (DESIGN 14).
+
+What a response acknowledged is in the file before the response leaves: the edge
+middleware calls `flush()` after every call that may change state, and changes made in
+the background (fulfillment steps and webhook attempts under a real clock) are flushed
+as soon as the event loop is free. The file is in WAL mode with `synchronous=NORMAL`: a
+committed transaction survives the process being killed (`kill -9`); a power loss may
+lose the last transactions (see docs/state.md).
+
+Per sandbox the file holds the state document of `domain.snapshot`, split so that a
+change costs its own size: one row per order, per delivery, per ledger entry and per
+token, and one row for the rest (accounts, catalog, queue, faults, clock, ...). A
+sandbox whose state was replaced wholesale (reset, `PUT /_mock/state`, new accounts) is
+written out whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from .domain import snapshot
+from .domain.deliveries import Delivery
+from .domain.orders import Order
+from .domain.sandbox import Sandbox
+from .domain.sandboxes import DEFAULT_ID, Entry, Sandboxes
+from .errors import StateFileError
+
+#: The file's own format (its tables); the state document has `snapshot.FORMAT`.
+FILE_FORMAT = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, entry TEXT NOT NULL,
+                                      rest TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS orders (sandbox TEXT, id TEXT, doc TEXT NOT NULL,
+                                   PRIMARY KEY (sandbox, id));
+CREATE TABLE IF NOT EXISTS deliveries (sandbox TEXT, id TEXT, doc TEXT NOT NULL,
+                                       PRIMARY KEY (sandbox, id));
+CREATE TABLE IF NOT EXISTS ledger (sandbox TEXT, account TEXT, seq INTEGER, row TEXT NOT NULL,
+                                   PRIMARY KEY (sandbox, account, seq));
+CREATE TABLE IF NOT EXISTS tokens (sandbox TEXT, token TEXT, row TEXT NOT NULL,
+                                   PRIMARY KEY (sandbox, token));
+"""
+_ROWS = ("orders", "deliveries", "ledger", "tokens")
+
+
+class _Pending:
+    """What changed in one sandbox since the last flush."""
+
+    def __init__(self) -> None:
+        self.orders: dict[str, Order] = {}
+        self.deliveries: dict[str, Delivery] = {}
+        self.tokens: list[str] = []
+
+
+class _Saved:
+    """How far one sandbox's rows in the file go."""
+
+    def __init__(self) -> None:
+        self.generation = -1  # not the sandbox's yet: write it whole first
+        self.ledger: dict[str, int] = {}  # account id -> entries written
+
+
+class StateFile:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = _lock(path)
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._check_format()
+        except sqlite3.DatabaseError as exc:
+            raise StateFileError(
+                f"{path}: not a usable state file ({exc}): move it away (or delete it) "
+                "to start fresh"
+            ) from exc
+        self._sandboxes: Sandboxes | None = None
+        self._pending: dict[str, _Pending] = {}
+        self._saved: dict[str, _Saved] = {}
+        self._flush_soon: asyncio.Handle | None = None
+
+    # -- start-up -----------------------------------------------------------------------
+
+    def _check_format(self) -> None:
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
+        if tables and "meta" not in tables:
+            raise sqlite3.DatabaseError("it holds no sandbox state")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES ('format', ?)", (str(FILE_FORMAT),))
+        elif int(row[0]) > FILE_FORMAT:
+            raise StateFileError(
+                f"{self.path}: written by a newer sandbox (file format {row[0]}; this one "
+                f"reads up to {FILE_FORMAT}): upgrade, or start with another --state file"
+            )
+
+    def attach(self, sandboxes: Sandboxes) -> None:
+        """Bring every saved sandbox back into `sandboxes`, then keep the file current."""
+        self._sandboxes = sandboxes
+        rows = self._db.execute("SELECT id, entry, rest FROM sandboxes ORDER BY rowid").fetchall()
+        for sandbox_id, entry_json, rest_json in rows:
+            document = self._document(sandbox_id, json.loads(rest_json))
+            entry = json.loads(entry_json)
+            try:
+                if sandbox_id == DEFAULT_ID:
+                    sandbox = sandboxes.default.sandbox
+                else:
+                    sandbox = sandboxes.restore(
+                        sandbox_id,
+                        entry["options"],
+                        entry["keys"],
+                        entry["control_token"],
+                        entry["created_at"],
+                        entry["last_used_at"],
+                        entry["ttl"],
+                    ).sandbox
+                sandbox.load_state(document)
+            except Exception as exc:  # noqa: BLE001 - any refusal: the file is unusable
+                detail = getattr(exc, "detail", None) or str(exc)
+                raise StateFileError(
+                    f"{self.path}: sandbox {sandbox_id} cannot be restored ({detail}): move "
+                    "the file away (or delete it) to start fresh"
+                ) from exc
+        for entry in sandboxes.entries():
+            self._watch(entry.sandbox)
+        sandboxes.observers.append(self)
+        self.flush()
+
+    def _document(self, sandbox_id: str, rest: dict[str, Any]) -> dict[str, Any]:
+        def docs(table: str) -> list[Any]:
+            query = f"SELECT doc FROM {table} WHERE sandbox = ? ORDER BY rowid"  # noqa: S608
+            return [json.loads(r[0]) for r in self._db.execute(query, (sandbox_id,))]
+
+        ledger: dict[str, list[Any]] = {account["id"]: [] for account in rest["accounts"]}
+        for account, row in self._db.execute(
+            "SELECT account, row FROM ledger WHERE sandbox = ? ORDER BY account, seq",
+            (sandbox_id,),
+        ):
+            ledger.setdefault(account, []).append(json.loads(row))
+        tokens = [
+            json.loads(r[0])
+            for r in self._db.execute(
+                "SELECT row FROM tokens WHERE sandbox = ? ORDER BY rowid", (sandbox_id,)
+            )
+        ]
+        now = rest["clock"]["now"]
+        return rest | {
+            "orders": docs("orders"),
+            "deliveries": docs("deliveries"),
+            "ledger": ledger,
+            "tokens": [t for t in tokens if t[3] > now],
+        }
+
+    # -- what changed (Sandbox.recorder, Sandboxes observer) ----------------------------
+
+    def _watch(self, sandbox: Sandbox) -> None:
+        sandbox.recorder = self
+
+    def _pending_of(self, sandbox: Sandbox) -> _Pending:
+        key = sandbox.namespace or DEFAULT_ID
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = self._pending[key] = _Pending()
+        self._soon()
+        return pending
+
+    def order(self, sandbox: Sandbox, order: Order) -> None:
+        self._pending_of(sandbox).orders[order.id] = order
+
+    def delivery(self, sandbox: Sandbox, delivery: Delivery) -> None:
+        self._pending_of(sandbox).deliveries[delivery.id] = delivery
+
+    def token(self, sandbox: Sandbox, token: str) -> None:
+        self._pending_of(sandbox).tokens.append(token)
+
+    def touched(self, sandbox: Sandbox) -> None:
+        """Something else may have changed (a control call): rewrite its small part."""
+        self._pending_of(sandbox)
+
+    def created(self, entry: Entry) -> None:
+        self._watch(entry.sandbox)
+        self._pending_of(entry.sandbox)
+
+    def dropped(self, entry: Entry) -> None:
+        entry.sandbox.recorder = None
+        self._pending.pop(entry.id, None)
+        self._saved.pop(entry.id, None)
+        with self._transaction():
+            for table in ("sandboxes", *_ROWS):
+                self._delete(entry.id, table)
+
+    def _soon(self) -> None:
+        """Background changes reach the file as soon as the event loop is free."""
+        if self._flush_soon is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self._flush_soon = loop.call_soon(self.flush)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write every pending change, in one transaction."""
+        self._flush_soon = None
+        if not self._pending or self._sandboxes is None:
+            return
+        entries = {entry.id: entry for entry in self._sandboxes.entries()}
+        pending, self._pending = self._pending, {}
+        with self._transaction():
+            for sandbox_id, changes in pending.items():
+                entry = entries.get(sandbox_id)
+                if entry is not None:
+                    self._write(entry, changes)
+
+    def _write(self, entry: Entry, changes: _Pending) -> None:
+        sandbox, sandbox_id = entry.sandbox, entry.id
+        saved = self._saved.setdefault(sandbox_id, _Saved())
+        if saved.generation != sandbox.generation:
+            self._write_whole(entry)
+            saved.generation = sandbox.generation
+            saved.ledger = {a: sandbox.state.ledger.length(a) for a in sandbox.state.accounts}
+            return
+        self._write_entry(entry)
+        upsert_order = "INSERT OR REPLACE INTO orders VALUES (?, ?, ?)"
+        for order in changes.orders.values():
+            self._db.execute(
+                upsert_order, (sandbox_id, order.id, _json(snapshot.order_state(order)))
+            )
+        for delivery in changes.deliveries.values():
+            self._db.execute(
+                "INSERT OR REPLACE INTO deliveries VALUES (?, ?, ?)",
+                (sandbox_id, delivery.id, _json(snapshot.delivery_state(delivery))),
+            )
+        tokens = sandbox.state.tokens
+        for token in changes.tokens:
+            grant = tokens.lookup(token, sandbox.clock.now())
+            if grant is not None:
+                row = [token, grant.account_id, grant.api_key, grant.expires_at]
+                self._db.execute(
+                    "INSERT OR REPLACE INTO tokens VALUES (?, ?, ?)",
+                    (sandbox_id, token, _json(row)),
+                )
+        ledger = sandbox.state.ledger
+        for account_id in sandbox.state.accounts:
+            start = saved.ledger.get(account_id, 0)
+            rows = ledger.rows(account_id, start)
+            self._db.executemany(
+                "INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?)",
+                [(sandbox_id, account_id, start + i, _json(r)) for i, r in enumerate(rows)],
+            )
+            saved.ledger[account_id] = start + len(rows)
+
+    def _write_whole(self, entry: Entry) -> None:
+        document = entry.sandbox.dump_state()
+        sandbox_id = entry.id
+        for table in _ROWS:
+            self._delete(sandbox_id, table)
+        self._write_entry(entry, document)
+        self._db.executemany(
+            "INSERT INTO orders VALUES (?, ?, ?)",
+            [(sandbox_id, o["id"], _json(o)) for o in document["orders"]],
+        )
+        self._db.executemany(
+            "INSERT INTO deliveries VALUES (?, ?, ?)",
+            [(sandbox_id, d["id"], _json(d)) for d in document["deliveries"]],
+        )
+        self._db.executemany(
+            "INSERT INTO ledger VALUES (?, ?, ?, ?)",
+            [
+                (sandbox_id, account_id, seq, _json(row))
+                for account_id, rows in document["ledger"].items()
+                for seq, row in enumerate(rows)
+            ],
+        )
+        self._db.executemany(
+            "INSERT INTO tokens VALUES (?, ?, ?)",
+            [(sandbox_id, t[0], _json(t)) for t in document["tokens"]],
+        )
+
+    def _write_entry(self, entry: Entry, document: dict[str, Any] | None = None) -> None:
+        document = document or _rest(entry.sandbox)
+        rest = {k: v for k, v in document.items() if k not in _ROWS}
+        info = {
+            "options": entry.options,
+            "keys": entry.keys,
+            "control_token": entry.control_token,
+            "created_at": entry.created_at,
+            "last_used_at": entry.last_used_at,
+            "ttl": entry.ttl,
+        }
+        self._db.execute(
+            "INSERT OR REPLACE INTO sandboxes VALUES (?, ?, ?)",
+            (entry.id, _json(info), _json(rest)),
+        )
+
+    def _delete(self, sandbox_id: str, table: str) -> None:
+        column = "id" if table == "sandboxes" else "sandbox"
+        self._db.execute(f"DELETE FROM {table} WHERE {column} = ?", (sandbox_id,))  # noqa: S608
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    def close(self) -> None:
+        """Last writes; the sandboxes then stop without their rows being dropped."""
+        self.flush()
+        if self._sandboxes is not None and self in self._sandboxes.observers:
+            self._sandboxes.observers.remove(self)
+        self._db.close()
+        os.close(self._lock)
+
+
+def _rest(sandbox: Sandbox) -> dict[str, Any]:
+    """The state document without its growing parts (those have rows of their own)."""
+    return snapshot.dump_rest(sandbox)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        self._db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _lock(path: str) -> int:
+    """One server per state file: an exclusive lock on `PATH.lock`, held while running."""
+    lock_path = f"{path}.lock"
+    Path(lock_path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise StateFileError(
+            f"{path}: another server is using this state file (lock {lock_path}): stop it, "
+            "or give this one another --state file"
+        ) from exc
+    return fd

@@ -1,0 +1,158 @@
+"""`--state PATH` (DESIGN 14): state that survives a restart and a `kill -9`, refused
+honestly when the file cannot be used, and never written without the flag.
+
+The servers are real processes (as a CI container runs them), on the manual clock.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.test_cli import launch  # noqa: F401 - the fixture, shared
+
+ARGS = ("--port", "0", "--clock", "manual", "--seed", "5", "--start-time", "2026-01-01T00:00:00Z")
+
+
+def call(base: str, method: str, path: str, body: Any = None, token: str | None = None):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(base + path, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def login(base: str, api_key: str = "ak_test_default") -> str:
+    status, body = call(base, "POST", "/api/v1/auth/token/client", {"api_key": api_key})
+    assert status == 200, body
+    return body["access_token"]
+
+
+def started(launch, state: Path, *extra: str):  # noqa: F811
+    server = launch(*ARGS, "--state", str(state), *extra)
+    server.wait_ready()
+    return server
+
+
+def test_acknowledged_orders_survive_kill_9(launch, tmp_path):  # noqa: F811
+    state = tmp_path / "sandbox.db"
+    server = started(launch, state)
+    assert any(line.strip() == f"state        {state}" for line in server.banner)
+    base = server.url
+    token = login(base)
+    created = []
+    for index in range(24):  # 960.00 of the 1000.00
+        scenario = {"X-Mock-Scenario": "timeout_partial"} if index % 3 == 0 else {}
+        body = {"item_id": 1001, "quantity": 2, "merchant_order_id": f"kill-{index}"}  # 40.00
+        request = urllib.request.Request(
+            base + "/api/v1/orders",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {token}",
+                **scenario,
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 201
+            created.append(json.loads(response.read())["id"])
+        if index == 11:
+            call(base, "POST", "/_mock/clock/advance", {"seconds": 3})  # half of them settle
+    before = call(base, "GET", "/_mock/orders")[1]["orders"]
+    account = call(base, "GET", "/_mock/accounts")[1]["accounts"][0]
+    server.proc.send_signal(signal.SIGKILL)  # no chance to write anything more
+    server.proc.wait(timeout=5)
+
+    again = started(launch, state)
+    base = again.url
+    after = call(base, "GET", "/_mock/orders")[1]["orders"]
+    assert [o["id"] for o in after] == created
+    assert after == before
+    ledger = call(base, "GET", f"/_mock/accounts/{account['id']}/ledger")[1]
+    assert ledger["balance"] == account["balance"]
+    assert ledger["conserved"] is True
+    assert call(base, "GET", "/api/v1/account/balance", token=token)[0] == 200  # tokens too
+    status, error = call(
+        base, "POST", "/api/v1/orders", {"item_id": 1001, "merchant_order_id": "kill-3"}, token
+    )
+    assert (status, error["code"]) == (400, "validation_error")  # references too
+    # The pending steps resume at their virtual due times.
+    call(base, "POST", "/_mock/clock/advance", {"seconds": 60})
+    settled = call(base, "GET", "/_mock/orders")[1]["orders"]
+    assert {o["status"] for o in settled} == {"completed", "partial"}
+    assert call(base, "GET", f"/_mock/accounts/{account['id']}/ledger")[1]["conserved"] is True
+
+
+def test_sandboxes_and_their_clocks_come_back(launch, tmp_path):  # noqa: F811
+    state = tmp_path / "sandbox.db"
+    server = started(launch, state)
+    created = call(server.url, "POST", "/_mock/sandboxes", {"seed": 3})[1]
+    gone = call(server.url, "POST", "/_mock/sandboxes", {})[1]
+    path = "/_mock/sandboxes/" + created["id"]
+    token = login(server.url + path, created["api_key"])
+    call(server.url + path, "POST", "/api/v1/orders", {"item_id": 1001}, token)
+    call(server.url + path, "POST", "/_mock/clock/advance", {"seconds": 1})
+    call(server.url, "DELETE", "/_mock/sandboxes/" + gone["id"])
+    server.stop(signal.SIGTERM)
+
+    again = started(launch, state)
+    base = again.url + path
+    assert call(base, "GET", "/_mock/clock")[1]["now"] == "2026-01-01T00:00:01.000Z"
+    assert call(again.url, "GET", "/_mock/clock")[1]["now"] == "2026-01-01T00:00:00.000Z"
+    orders = call(base, "GET", "/_mock/orders")[1]["orders"]
+    assert [o["status"] for o in orders] == ["processing"]
+    assert call(base, "GET", "/api/v1/account/balance", token=token)[1]["balance"] == 980.0
+    assert call(again.url, "GET", "/_mock/sandboxes/" + gone["id"])[0] == 404
+    call(base, "POST", "/_mock/reset", {})  # back to how it was created, keys included
+    assert login(base, created["api_key"])
+
+
+def test_a_second_server_on_the_same_file_refuses_to_start(launch, tmp_path):  # noqa: F811
+    state = tmp_path / "sandbox.db"
+    started(launch, state)
+    second = launch(*ARGS, "--state", str(state))
+    assert second.finish() == 1
+    assert "another server is using this state file" in second.stderr()
+    assert "Traceback" not in second.stderr()
+
+
+def test_a_corrupt_file_stops_the_start_with_its_name_and_a_way_out(launch, tmp_path):  # noqa: F811
+    state = tmp_path / "sandbox.db"
+    state.write_bytes(b"this is not a database, just some bytes " * 100)
+    server = launch(*ARGS, "--state", str(state))
+    assert server.finish() == 1
+    stderr = server.stderr()
+    assert str(state) in stderr and "start fresh" in stderr
+    assert "Traceback" not in stderr
+    assert state.read_bytes().startswith(b"this is not a database")  # left as it was
+
+
+def test_a_file_of_a_newer_version_is_refused(launch, tmp_path):  # noqa: F811
+    state = tmp_path / "sandbox.db"
+    server = started(launch, state)
+    server.stop(signal.SIGTERM)
+    with sqlite3.connect(state) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'format'")
+    again = launch(*ARGS, "--state", str(state))
+    assert again.finish() == 1
+    assert "newer" in again.stderr()
+
+
+def test_without_state_nothing_is_written(launch, tmp_path):  # noqa: F811
+    server = launch(*ARGS)
+    server.wait_ready()
+    token = login(server.url)
+    call(server.url, "POST", "/api/v1/orders", {"item_id": 1001}, token)
+    server.stop(signal.SIGTERM)
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("stderr-")] == []
