@@ -65,6 +65,14 @@ class _Saved:
         self.generation = -1  # not the sandbox's yet: write it whole first
         self.ledger: dict[str, int] = {}  # account id -> entries written
 
+    @classmethod
+    def of(cls, sandbox: Sandbox) -> _Saved:
+        """A sandbox just written whole (or read whole from the file)."""
+        saved = cls()
+        saved.generation = sandbox.generation
+        saved.ledger = {a: sandbox.state.ledger.length(a) for a in sandbox.state.accounts}
+        return saved
+
 
 class StateFile:
     def __init__(self, path: str) -> None:
@@ -122,6 +130,7 @@ class StateFile:
                         entry["ttl"],
                     ).sandbox
                 sandbox.load_state(document)
+                self._saved[sandbox_id] = _Saved.of(sandbox)  # the file holds it already
             except Exception as exc:  # noqa: BLE001 - any refusal: the file is unusable
                 detail = getattr(exc, "detail", None) or str(exc)
                 raise StateFileError(
@@ -225,8 +234,7 @@ class StateFile:
         saved = self._saved.setdefault(sandbox_id, _Saved())
         if saved.generation != sandbox.generation:
             self._write_whole(entry)
-            saved.generation = sandbox.generation
-            saved.ledger = {a: sandbox.state.ledger.length(a) for a in sandbox.state.accounts}
+            self._saved[sandbox_id] = _Saved.of(sandbox)
             return
         self._write_entry(entry)
         upsert_order = "INSERT OR REPLACE INTO orders VALUES (?, ?, ?)"

@@ -1,19 +1,17 @@
 """Seeded sources of ids, tokens and delivered codes (DESIGN principle 2: determinism).
 
 Each kind of value has its own stream derived from the seed, so that, say, a token
-exchange never shifts the ids of later orders. Faker generates the key codes; it is
-built on first use because building it costs more than the rest of start-up.
+exchange never shifts the ids of later orders. Every stream is a `random.Random`, so a
+saved state resumes one by drawing as much again (`skip`), which is quick.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Any
 
 #: Seeds are 63-bit: any JSON client can send and read them back exactly.
 MAX_SEED = 2**63 - 1
 _CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes get typed by hand
-_CODE_FORMAT = "?????-?????-?????"
 
 
 class Randomness:
@@ -26,7 +24,7 @@ class Randomness:
         self.namespace = namespace
         self._ids = random.Random(f"{seed}:ids")
         self._tokens = random.Random(f"{seed}:tokens")
-        self._codes: Any = None
+        self._codes = random.Random(f"{seed}:codes")
         #: How far each stream has been drawn: a saved state resumes the same sequence
         #: by drawing as many again (`skip`), rather than storing the generators.
         self.drawn = {"ids": 0, "tokens": 0, "codes": 0}
@@ -37,8 +35,9 @@ class Randomness:
             self.uuid()
         for _ in range(tokens):
             self._secret()
-        if codes:
-            self.codes(codes)
+        for _ in range(codes):
+            self._codes.getrandbits(75)  # a code's draw, without making the code
+        self.drawn = {"ids": ids, "tokens": tokens, "codes": codes}
 
     def uuid(self) -> str:
         """A version-4 UUID string from the seeded stream (formatted by hand: building a
@@ -67,20 +66,15 @@ class Randomness:
         return f"{self._tokens.getrandbits(256):064x}"
 
     def codes(self, count: int) -> list[str]:
-        generator = self._code_generator()
+        """Key codes `XXXXX-XXXXX-XXXXX`: 15 letters of 32, five bits each, from one
+        75-bit draw per code (uniform, and cheap to replay for a saved state)."""
         self.drawn["codes"] += count
-        return [generator.lexify(_CODE_FORMAT, letters=_CODE_LETTERS) for _ in range(count)]
+        return [_code(self._codes.getrandbits(75)) for _ in range(count)]
 
-    def _code_generator(self) -> Any:
-        if self._codes is None:
-            from faker import Generator
-            from faker.providers import BaseProvider
 
-            generator = Generator()
-            generator.add_provider(BaseProvider)
-            generator.seed_instance(f"{self.seed}:codes")
-            self._codes = generator
-        return self._codes
+def _code(bits: int) -> str:
+    letters = "".join(_CODE_LETTERS[(bits >> shift) & 31] for shift in range(0, 75, 5))
+    return f"{letters[:5]}-{letters[5:10]}-{letters[10:]}"
 
 
 def fresh_seed() -> int:

@@ -13,6 +13,7 @@ live event readers are not state: they start empty.
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from ..clock import make_clock
@@ -300,12 +301,13 @@ def _read_order(
             raise validation_error(f"{doc.where}.history[{index}]: unknown status {status!r}")
         flat += (status, float(at))
     reason = doc.data.get("reason")
+    # Strings most orders share are kept once, as they were before the state was saved.
     order = Order(
         id=doc.string("id"),
-        account_id=account_id,
-        created_by_email=doc.string("email"),
+        account_id=intern(account_id),
+        created_by_email=intern(doc.string("email")),
         item_id=doc.integer("item_id", 0, 2**53),
-        item_name=doc.string("item_name"),
+        item_name=intern(doc.string("item_name")),
         product_type=doc.choice("product_type", ("key", "topup", "service")),
         quantity=doc.quantity("quantity"),
         unit_price=doc.integer("unit_price", 0, 10**15),
@@ -317,8 +319,8 @@ def _read_order(
         status=doc.choice("status", STATUSES),
         delivered_quantity=doc.quantity("delivered_quantity"),
         refund_amount=doc.integer("refund_amount", 0, 10**15),
-        error=doc.string("error"),
-        error_message=doc.string("error_message"),
+        error=intern(doc.string("error")),
+        error_message=intern(doc.string("error_message")),
         codes=tuple(str(c) for c in doc.list("codes")),
         completed_at=doc.optional_number("completed_at"),
         source=doc.string("source"),
@@ -437,10 +439,11 @@ class _Reader:
         return None if self.data.get(key) is None else self.number(key)
 
     def choice(self, key: str, allowed: tuple[str, ...]) -> str:
+        """One of `allowed`: the program's own string, shared, not the document's copy."""
         value = self._get(key)
         if value not in allowed:
             raise self._bad(key, f"one of {', '.join(allowed)}")
-        return value
+        return allowed[allowed.index(value)]
 
     def quantity(self, key: str) -> int | Decimal:
         value = self._get(key)
