@@ -24,7 +24,7 @@ from .config import Settings
 from .sourcefile import read_file
 from .testing import SandboxHandle, ServerThread, WebhookReceiver
 
-MARKER_OPTIONS = ("catalog", "scenarios", "accounts", "clock", "seed")
+MARKER_OPTIONS = ("catalog", "scenarios", "accounts", "clock", "seed", "tls")
 SANDBOXES_PATH = "/_mock/sandboxes"
 DEFAULT_START = "2026-01-01T00:00:00Z"
 
@@ -39,6 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="admin token of the running sandbox (--admin-token)",
     )
+    group.addoption(
+        "--mock-server-ca",
+        default=None,
+        help="CA certificate of a running sandbox served over https:// (its --tls-ca-out)",
+    )
     pytest_coverage.add_options(group)
 
 
@@ -46,7 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     pytest_coverage.configure(config)
     config.addinivalue_line(
         "markers",
-        "mock_server(catalog=None, scenarios=None, accounts=None, clock='manual', seed=0): "
+        "mock_server(catalog=None, scenarios=None, accounts=None, clock='manual', seed=0, "
+        "tls=False): "
         "configure the sandbox of the mock_server fixture",
     )
 
@@ -87,9 +93,10 @@ def mock_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sand
         if url:
             handle = _remote(request, url, options, cleanup)
         else:
-            server = ServerThread(_local_settings(options, tmp_path)).start()
+            settings = _local_settings(options, tmp_path)
+            server = ServerThread(settings).start()
             cleanup.callback(server.stop)
-            handle = SandboxHandle(server.url)
+            handle = SandboxHandle(server.url, ca_path=settings.tls_ca_out)
         if "webhook_receiver" in request.fixturenames:
             receiver: WebhookReceiver = request.getfixturevalue("webhook_receiver")
             receiver.secret = handle.webhook_secret
@@ -117,6 +124,9 @@ def _local_settings(options: dict[str, Any], tmp_path: Path) -> Settings:
         clock=options.get("clock", "manual"),
         seed=options.get("seed", 0),
         start_time=parse_iso(DEFAULT_START) if options.get("clock", "manual") == "manual" else None,
+        # tls=True: HTTPS from a local CA whose certificate is the handle's `ca_path`
+        tls="self-signed" if options.get("tls") else None,
+        tls_ca_out=str(tmp_path / "mock-server-ca.pem") if options.get("tls") else None,
     )
 
 
@@ -128,9 +138,11 @@ def _remote(
 ) -> SandboxHandle:
     """A sandbox of this test's own on the server at `url` (a server's root, or any
     sandbox's base URL on it), deleted when the test ends."""
+    ca_path = request.config.getoption("--mock-server-ca")
     server = SandboxHandle(
         url.rstrip("/").partition(SANDBOXES_PATH)[0],
         admin_token=request.config.getoption("--mock-server-admin-token"),
+        ca_path=ca_path,
     )
     clock = options.get("clock", "manual")
     body: dict[str, Any] = {"seed": options.get("seed", 0), "clock": clock}
@@ -143,7 +155,9 @@ def _remote(
         body["accounts"] = read_file(options["accounts"])
     created = server.control("POST", SANDBOXES_PATH, body)
     cleanup.callback(server.control, "DELETE", f"{SANDBOXES_PATH}/{created['id']}")
-    handle = SandboxHandle(created["base_url"], admin_token=created["control_token"])
+    handle = SandboxHandle(
+        created["base_url"], admin_token=created["control_token"], ca_path=ca_path
+    )
     # Scenario files go one by one through the control API, so that a mistake in one is
     # reported with its own file's line numbers.
     for path in _paths(options.get("scenarios")):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import threading
 import time
 import urllib.error
@@ -25,6 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
+from . import tls
 from .config import Settings
 from .domain.orders import STATUSES, TERMINAL
 from .domain.sandbox import StartupState
@@ -101,18 +103,28 @@ class ServerThread:
         app = create_app(self.settings, startup=self._startup)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        ssl_context = None
+        if self.settings.tls == tls.SELF_SIGNED and self.settings.tls_ca_out:
+            # HTTPS from a local CA, written where the settings say (the handle's ca_path)
+            ssl_context = tls.self_signed("127.0.0.1", self.settings.tls_ca_out)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ssl_context)
         await site.start()
         host, port = self._runner.addresses[0][:2]
-        self.url = f"http://{host}:{port}"
+        self.url = f"{'https' if ssl_context else 'http'}://{host}:{port}"
 
 
 class SandboxHandle:
     """Control a sandbox at `url` through `/_mock`, as the first account of its state."""
 
-    def __init__(self, url: str, *, admin_token: str | None = None) -> None:
+    def __init__(
+        self, url: str, *, admin_token: str | None = None, ca_path: str | None = None
+    ) -> None:
         self.url = url.rstrip("/")
         self.admin_token = admin_token
+        #: The CA that signed an `https://` sandbox's certificate: give it to `requests`
+        #: (`verify=ca_path`) or `httpx` (`verify=ssl.create_default_context(cafile=...)`).
+        self.ca_path = ca_path
+        self._ssl = ssl.create_default_context(cafile=ca_path) if ca_path else None
         self._account: dict[str, Any] = {}
         self._clock_mode = ""
 
@@ -255,7 +267,7 @@ class SandboxHandle:
         if self.admin_token:
             request.add_header("Authorization", f"Bearer {self.admin_token}")
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:
+            with urllib.request.urlopen(request, timeout=60, context=self._ssl) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             raw = exc.read()

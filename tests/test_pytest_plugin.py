@@ -187,6 +187,33 @@ def test_wait_for_webhook_matches_the_order_status_the_event_carries(suite):
     suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=5)
 
 
+def test_tls_marker_serves_https_that_verifies_against_the_handles_ca(suite):
+    suite.makepyfile(
+        """
+        import pytest
+        import requests
+
+        @pytest.mark.mock_server(tls=True)
+        def test_https(mock_server, webhook_receiver):
+            assert mock_server.url.startswith("https://127.0.0.1:")
+            token = requests.post(f"{mock_server.url}/api/v1/auth/token/client",
+                                  json={"api_key": mock_server.api_key},
+                                  verify=mock_server.ca_path).json()["access_token"]
+            order = requests.post(f"{mock_server.url}/api/v1/orders", json={"item_id": 1001},
+                                  headers={"Authorization": f"Bearer {token}"},
+                                  verify=mock_server.ca_path).json()
+            mock_server.advance(3)  # the handle's own calls verify against the CA too
+            assert mock_server.wait_for_webhook(order["id"], status="completed")
+            with pytest.raises(requests.exceptions.SSLError):
+                requests.get(f"{mock_server.url}/_mock/health")  # the system store: refused
+
+        def test_plain(mock_server):
+            assert mock_server.url.startswith("http://") and mock_server.ca_path is None
+        """
+    )
+    suite.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
 def test_use_scenario_and_reset(suite):
     suite.makepyfile(
         """
