@@ -6,8 +6,9 @@
 Measures, against the bars of DESIGN section 9:
 
 * requests/s and p50/p99 latency of order lookup, order creation and token exchange,
-  with wrk, each also as a ratio against a bare aiohttp app (`bare_app.py`) answering
-  the same JSON, measured in the same run;
+  with wrk, each also as a ratio against two bare aiohttp apps (`bare_app.py`) answering
+  the same JSON, measured in the same run: on asyncio, parsing each body and encoding
+  each answer; and aiohttp's ceiling, on uvloop with answers encoded once;
 * process start to first answered request (`GET /_mock/health`);
 * RSS of a server holding 100,000 orders created over HTTP, before and after they settle,
   without and with a webhook receiver (`memory.py`);
@@ -47,7 +48,9 @@ from typing import Any
 from inproc import LIFE_SECONDS
 from report import (
     BAR_CREATE_RATIO,
+    BAR_CREATE_VS_BARE,
     BAR_LOOKUP_RATIO,
+    BAR_LOOKUP_VS_CEILING,
     machine_info,
     memory_details,
     memory_rows,
@@ -132,9 +135,13 @@ def _readline(proc: subprocess.Popen, timeout: float) -> str:
     return box[0] if box else ""
 
 
+#: Extra arguments for every sandbox server (`--sandbox-loop asyncio` adds `--loop asyncio`).
+SANDBOX_EXTRA: list[str] = []
+
+
 def sandbox_argv(pin: Placement, accounts: Path | None) -> list[str]:
     argv = pin.server + [PYTHON, "-m", "mock_server", "--clock", "manual", "--port", "0"]
-    argv += ["--seed", "1"]
+    argv += ["--seed", "1", *SANDBOX_EXTRA]
     if accounts is not None:
         argv += ["--accounts", str(accounts)]
     return argv
@@ -265,16 +272,28 @@ class Endpoint:
     title: str
     script: str
     path: str  # the URL path wrk calls (lookup: the order id is appended)
-    bar: float | None  # minimum ratio of bare aiohttp's requests/s
-    runs: dict[str, list[WrkRun]] = field(default_factory=lambda: {"bare": [], "sandbox": []})
+    bar: float | None  # minimum ratio of bare aiohttp's requests/s (DESIGN 9)
+    #: Issue 15: (which bare row, minimum ratio of its requests/s); p99 is held to the same row.
+    ceiling_bar: tuple[str, float] | None = None
+    runs: dict[str, list[WrkRun]] = field(
+        default_factory=lambda: {name: [] for name in TARGET_NAMES}
+    )
     retried: int = 0  # runs done again because another process was busy
 
     def median(self, target: str, attr: str) -> float:
         return statistics.median(getattr(run, attr) for run in self.runs[target])
 
+    def ratio_to(self, bare: str, attr: str = "rps") -> float:
+        return self.median("sandbox", attr) / self.median(bare, attr)
+
     @property
     def ratio(self) -> float:
-        return self.median("sandbox", "rps") / self.median("bare", "rps")
+        return self.ratio_to("bare")
+
+
+#: The bare app on asyncio (parses bodies, encodes per request); the bare app on uvloop
+#: with pre-encoded answers (aiohttp's ceiling); the sandbox.
+TARGET_NAMES = ("bare", "ceiling", "sandbox")
 
 
 @dataclass
@@ -301,7 +320,6 @@ class Target:
 def capture_bodies(pin: Placement, accounts: Path, work: Path) -> tuple[Path, list[str], str, str]:
     """The sandbox's own answers for the bare app to repeat; then check the parity."""
     sandbox = Server(sandbox_argv(pin, accounts), "sandbox-capture", work)
-    bare = None
     try:
         client = Client(sandbox.url)
         token = client.json("POST", "/api/v1/auth/token/client", {"api_key": API_KEY})
@@ -315,13 +333,23 @@ def capture_bodies(pin: Placement, accounts: Path, work: Path) -> tuple[Path, li
         path = work / "bodies.json"
         bodies = {"order": looked_up, "created": created, "token": token}
         path.write_text(json.dumps(bodies), encoding="utf-8")
-        bare = Server(pin.server + [PYTHON, str(BENCH / "bare_app.py"), str(path)], "bare", work)
-        parity = check_parity(sandbox.url, bare.url, order_path, bearer)
+        parity = []
+        for name in ("bare", "ceiling"):
+            bare = Server(bare_argv(pin, path, name), name, work)
+            try:
+                notes = check_parity(sandbox.url, bare.url, order_path, bearer, f"parity-{name}")
+            finally:
+                bare.stop()
+            parity += [f"{name}: {note}" for note in notes]
         return path, parity, bearer, looked_up["id"]
     finally:
         sandbox.stop()
-        if bare is not None:
-            bare.stop()
+
+
+def bare_argv(pin: Placement, bodies: Path, name: str) -> list[str]:
+    """`bare`: asyncio, parse and encode per request; `ceiling`: uvloop, pre-encoded."""
+    argv = pin.server + [PYTHON, str(BENCH / "bare_app.py"), str(bodies)]
+    return argv + (["--loop", "uvloop", "--pre-encoded"] if name == "ceiling" else [])
 
 
 def bench_http(pin: Placement, params: WrkParams, work: Path, log: Callable) -> dict[str, Any]:
@@ -334,15 +362,18 @@ def bench_http(pin: Placement, params: WrkParams, work: Path, log: Callable) -> 
     accounts = write_accounts(work / "accounts-http.yaml")
     bodies, parity, token, order_id = capture_bodies(pin, accounts, work)
     targets = [
-        Target("bare", pin.server + [PYTHON, str(BENCH / "bare_app.py"), str(bodies)]),
+        Target("bare", bare_argv(pin, bodies, "bare")),
+        Target("ceiling", bare_argv(pin, bodies, "ceiling")),
         Target("sandbox", sandbox_argv(pin, accounts), token, order_id),
     ]
     endpoints = [
-        Endpoint("lookup", "order lookup", "lookup.lua", "/api/v1/orders/", BAR_LOOKUP_RATIO),
-        Endpoint("create", "order creation", "create.lua", "/api/v1/orders", BAR_CREATE_RATIO),
+        Endpoint("lookup", "order lookup", "lookup.lua", "/api/v1/orders/", BAR_LOOKUP_RATIO,
+                 ("ceiling", BAR_LOOKUP_VS_CEILING)),
+        Endpoint("create", "order creation", "create.lua", "/api/v1/orders", BAR_CREATE_RATIO,
+                 ("bare", BAR_CREATE_VS_BARE)),
         Endpoint("token", "token exchange", "token.lua", "/api/v1/auth/token/client", None),
-    ]
-    sandbox = targets[1]
+    ]  # fmt: skip
+    sandbox = targets[-1]
     for endpoint in endpoints:
         for index in range(params.runs):
             for target in targets:
@@ -377,12 +408,14 @@ def bench_http(pin: Placement, params: WrkParams, work: Path, log: Callable) -> 
     return {"endpoints": endpoints, "parity": parity}
 
 
-def check_parity(sandbox_url: str, bare_url: str, order_path: str, token: str) -> list[str]:
+def check_parity(
+    sandbox_url: str, bare_url: str, order_path: str, token: str, tag: str = "p"
+) -> list[str]:
     """Same status, content type and JSON shape from both servers (lookup: same bytes)."""
     notes = []
     calls = [
         ("order lookup", "GET", order_path, None),
-        ("order creation", "POST", "/api/v1/orders", {"item_id": 1001, "merchant_order_id": "p"}),
+        ("order creation", "POST", "/api/v1/orders", {"item_id": 1001, "merchant_order_id": tag}),
         ("token exchange", "POST", "/api/v1/auth/token/client", {"api_key": API_KEY}),
     ]
     sandbox, bare = Client(sandbox_url), Client(bare_url)
@@ -439,8 +472,10 @@ def bench_start(pin: Placement, work: Path) -> dict[str, list[float]]:
         bodies.write_text(json.dumps({"order": {}, "created": {}, "token": {}}))
     commands = {
         "sandbox": pin.server
-        + [PYTHON, "-m", "mock_server", "--port", "0", "--clock", "manual", "--seed", "1"],
-        "bare": pin.server + [PYTHON, str(BENCH / "bare_app.py"), str(bodies)],
+        + [PYTHON, "-m", "mock_server", "--port", "0", "--clock", "manual", "--seed", "1"]
+        + SANDBOX_EXTRA,
+        "bare": bare_argv(pin, bodies, "bare"),
+        "ceiling": bare_argv(pin, bodies, "ceiling"),
     }
     floor = pin.server + [PYTHON, "-c", "import aiohttp.web"]
     result: dict[str, list[float]] = {name: [] for name in commands}
@@ -569,7 +604,7 @@ def memory_only(orders: int) -> int:
         results = measure_memory(placement(), Path(tmp), orders)
     rows, bars = memory_rows(results)
     print("| measure | sandbox | bar | result |\n|---|---|---|---|")
-    for title, value, _, _, bar, result in rows:
+    for title, value, bar, result in rows:
         print(f"| {title} | {value} | {bar} | {result} |")
     print()
     print("\n".join(memory_details(results)))
@@ -590,9 +625,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", default=str(BENCH / "RESULTS.md"))
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
-        "--only", choices=["memory"], help="run this part alone and print it (no RESULTS.md)"
+        "--sandbox-loop",
+        choices=["asyncio", "uvloop"],
+        help="run every sandbox server with --loop (default: the CLI's own default)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=["memory", "http"],
+        help="run this part alone and print it (no RESULTS.md); http: wrk rows and start-up",
     )
     opts = parser.parse_args(args)
+    if opts.sandbox_loop:
+        SANDBOX_EXTRA[:] = ["--loop", opts.sandbox_loop]
     if opts.only == "memory":
         return memory_only(opts.orders)
     if not shutil.which("wrk"):
@@ -613,6 +657,9 @@ def main(argv: list[str] | None = None) -> int:
         results["http"] = bench_http(pin, params, work, log)
         log("process start to first answer ...")
         results["start"] = bench_start(pin, work)
+        if opts.only == "http":
+            print(render(results, machine_info(pin.note, params.describe()))[0])
+            return 0
         log(f"RSS with {opts.orders:,} orders created over HTTP ...")
         results["memory"] = measure_memory(pin, work, opts.orders)
         log(f"RSS with {opts.orders:,} orders created in-process ...")

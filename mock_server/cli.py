@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import tls
+from . import loops, tls
 from .clock import ClockError, parse_iso
 from .config import DEFAULT_PORT, Settings, load_startup
 from .domain.sandbox import StartupState
@@ -110,6 +110,11 @@ def _serve_parser() -> argparse.ArgumentParser:
         help="one line per request [MOCK_LOG_FORMAT]",
     )
     add(
+        "--loop",
+        default=_env("MOCK_LOOP", "auto"),
+        help="event loop: auto (uvloop when installed), uvloop or asyncio [MOCK_LOOP]",
+    )
+    add(
         "--cors-origin",
         default=_env("MOCK_CORS_ORIGIN", "*"),
         help="origins allowed from a browser, comma-separated [MOCK_CORS_ORIGIN]",
@@ -179,6 +184,11 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 def parse_settings(argv: Sequence[str]) -> Settings:
     """argv + environment -> Settings; bad values exit 2 with argparse's message."""
+    return parse_serve(argv)[0]
+
+
+def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
+    """argv + environment -> (Settings, the event loop to serve on: uvloop or asyncio)."""
     parser = _serve_parser()
     for name, kind in _NUMERIC_ENV.items():  # reported even when a flag overrides it
         value = _env(name)
@@ -209,6 +219,10 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         )
     if args.max_sandboxes < 0:
         parser.error("--max-sandboxes must be >= 0")
+    try:
+        loop = loops.resolve(args.loop)
+    except loops.LoopError as exc:
+        parser.error(str(exc))
     webhook_insecure = _webhook_insecure(parser, args.webhook_insecure)
     problem = tls.flag_problem(
         mode=args.tls,
@@ -220,7 +234,7 @@ def parse_settings(argv: Sequence[str]) -> Settings:
     )
     if problem:
         parser.error(problem)
-    return Settings(
+    settings = Settings(
         host=args.host,
         port=args.port,
         catalog=args.catalog,
@@ -245,6 +259,7 @@ def parse_settings(argv: Sequence[str]) -> Settings:
         webhook_ca=args.webhook_ca,
         webhook_insecure=webhook_insecure,
     )
+    return settings, loop
 
 
 def _webhook_insecure(parser: argparse.ArgumentParser, flag: bool | None) -> bool:
@@ -273,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .conformance import main as conformance_main
 
         return conformance_main(argv)
-    settings = parse_settings(argv)
+    settings, loop = parse_serve(argv)
     try:
         try:
             startup = load_startup(settings)
@@ -282,7 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(problem, file=sys.stderr)
             return 1
         configure_logging()
-        asyncio.run(serve(settings, startup))
+        with asyncio.Runner(loop_factory=loops.factory(loop)) as runner:
+            runner.run(serve(settings, startup))
     except KeyboardInterrupt:
         pass
     except StateFileError as exc:
@@ -389,6 +405,7 @@ def banner(app: web.Application, url: str) -> str:
             f"  catalog      {len(sandbox.state.catalog)} items",
             f"  scenarios    {len(sandbox.scenarios)} ({', '.join(sandbox.scenarios)})",
             f"  clock        {clock.mode}{scale}, seed {sandbox.seed}",
+            f"  loop         {loops.running_loop_name()}",
             *([f"  ca           {ca_path}"] if ca_path else []),
             *([WEBHOOK_INSECURE_WARNING] if settings.webhook_insecure else []),
             f"  dashboard    {url}/_mock/ui/",

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from . import pytest_coverage
+from . import loops, pytest_coverage
 from .clock import parse_iso
 from .config import Settings
 from .sourcefile import read_file
@@ -43,6 +43,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--mock-server-ca",
         default=None,
         help="CA certificate of a running sandbox served over https:// (its --tls-ca-out)",
+    )
+    group.addoption(
+        "--mock-server-loop",
+        default="auto",
+        choices=loops.CHOICES,
+        help="event loop of in-process sandboxes: auto (uvloop when installed), uvloop, asyncio",
     )
     pytest_coverage.add_options(group)
 
@@ -94,7 +100,8 @@ def mock_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sand
             handle = _remote(request, url, options, cleanup)
         else:
             settings = _local_settings(options, tmp_path)
-            server = ServerThread(settings).start()
+            loop = request.config.getoption("--mock-server-loop")
+            server = ServerThread(settings, loop=loop).start()
             cleanup.callback(server.stop)
             handle = SandboxHandle(server.url, ca_path=settings.tls_ca_out)
         if "webhook_receiver" in request.fixturenames:

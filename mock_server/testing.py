@@ -3,8 +3,9 @@
 The pytest plugin (`mock_server.pytest_plugin`) is built from these, and they work
 without pytest too:
 
-* `ServerThread` runs an app on 127.0.0.1 (free port) in its own thread and event loop,
-  so synchronous clients (`requests`, `httpx`) and any event loop can call it.
+* `ServerThread` runs an app on 127.0.0.1 (free port) in its own thread and event loop
+  (uvloop when it is installed), so synchronous clients (`requests`, `httpx`) and any
+  event loop can call it.
 * `SandboxHandle` drives a sandbox through its control API, whether it runs in this
   process or elsewhere (a container): the same calls either way.
 * `WebhookReceiver` is a local endpoint (stdlib threads, no event loop) that records
@@ -26,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import tls
+from . import loops, tls
 from .config import Settings
 from .domain.orders import STATUSES, TERMINAL
 from .domain.sandbox import StartupState
@@ -53,11 +54,17 @@ class SandboxError(AssertionError):
 
 
 class ServerThread:
-    """A sandbox served from a background thread; `start()` returns once it listens."""
+    """A sandbox served from a background thread; `start()` returns once it listens.
 
-    def __init__(self, settings: Settings, *, startup: StartupState | None = None) -> None:
+    `loop` is as the CLI's `--loop`: `auto` (uvloop when installed), `uvloop`, `asyncio`.
+    """
+
+    def __init__(
+        self, settings: Settings, *, startup: StartupState | None = None, loop: str = "auto"
+    ) -> None:
         self.settings = settings
         self._startup = startup
+        self._loop_choice = loops.resolve(loop)  # a bad name or missing uvloop: refused now
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
@@ -79,8 +86,13 @@ class ServerThread:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 
+    @property
+    def loop_name(self) -> str:
+        """`uvloop` or `asyncio`: the loop the server runs on."""
+        return self._loop_choice
+
     def _run(self) -> None:
-        loop = asyncio.new_event_loop()
+        loop = loops.new_event_loop(self._loop_choice)
         self._loop = loop
         try:
             loop.run_until_complete(self._serve())
