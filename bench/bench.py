@@ -106,13 +106,13 @@ class Server:
             argv, stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=REPO
         )
         line = _readline(self.proc, timeout)
-        match = re.search(r"listening on http://([^\s:]+|\[[^\]]+\]):(\d+)", line)
+        match = re.search(r"listening on (https?)://([^\s:]+|\[[^\]]+\]):(\d+)", line)
         if not match:
             self.stop()
             tail = self.log_path.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"{name} did not start: {line!r}\n{tail}")
-        self.host, self.port = match.group(1), int(match.group(2))
-        self.url = f"http://{self.host}:{self.port}"
+        scheme, self.host, self.port = match.group(1), match.group(2), int(match.group(3))
+        self.url = f"{scheme}://{self.host}:{self.port}"
         # Drain the rest of stdout (the banner) so the child never blocks on a full pipe.
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 

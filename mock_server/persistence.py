@@ -1,9 +1,11 @@
 """`--state PATH`: every sandbox's whole state kept in an SQLite file (DESIGN 14).
 
-What a response acknowledged is in the file before the response leaves: the edge
-middleware calls `flush()` after every call that may change state, and changes made in
-the background (fulfillment steps and webhook attempts under a real clock) are flushed
-as soon as the event loop is free. The file is in WAL mode with `synchronous=NORMAL`: a
+What a response acknowledged is in the file before the response leaves: after every
+call that may change state the edge middleware awaits `committed()`, which resolves
+once a flush has written it. Calls that finish together share one transaction (a group
+commit: under load, one commit serves many answers). Changes made in the background
+(fulfillment steps and webhook attempts under a real clock) are flushed as soon as the
+event loop is free. The file is in WAL mode with `synchronous=NORMAL`: a
 committed transaction survives the process being killed (`kill -9`); a power loss may
 lose the last transactions (see docs/state.md).
 
@@ -23,6 +25,8 @@ import os
 import sqlite3
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from .domain import snapshot
 from .domain.deliveries import Delivery
@@ -92,6 +96,7 @@ class StateFile:
         self._pending: dict[str, _Pending] = {}
         self._saved: dict[str, _Saved] = {}
         self._flush_soon: asyncio.Handle | None = None
+        self._waiting: list[asyncio.Future[None]] = []
 
     # -- start-up -----------------------------------------------------------------------
 
@@ -205,6 +210,13 @@ class StateFile:
             for table in ("sandboxes", *_ROWS):
                 self._delete(entry.id, table)
 
+    def committed(self) -> asyncio.Future[None]:
+        """Resolves once everything recorded so far is in the file."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        self._soon()
+        return waiter
+
     def _soon(self) -> None:
         """Background changes reach the file as soon as the event loop is free."""
         if self._flush_soon is None:
@@ -217,17 +229,27 @@ class StateFile:
     # -- writing ------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Write every pending change, in one transaction."""
+        """Write every pending change, in one transaction; then release the answers
+        waiting for it."""
         self._flush_soon = None
-        if not self._pending or self._sandboxes is None:
-            return
-        entries = {entry.id: entry for entry in self._sandboxes.entries()}
-        pending, self._pending = self._pending, {}
-        with self._transaction():
-            for sandbox_id, changes in pending.items():
-                entry = entries.get(sandbox_id)
-                if entry is not None:
-                    self._write(entry, changes)
+        waiting, self._waiting = self._waiting, []
+        try:
+            if self._pending and self._sandboxes is not None:
+                entries = {entry.id: entry for entry in self._sandboxes.entries()}
+                pending, self._pending = self._pending, {}
+                with self._transaction():
+                    for sandbox_id, changes in pending.items():
+                        entry = entries.get(sandbox_id)
+                        if entry is not None:
+                            self._write(entry, changes)
+        except Exception as exc:
+            for waiter in waiting:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            raise
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _write(self, entry: Entry, changes: _Pending) -> None:
         sandbox, sandbox_id = entry.sandbox, entry.id
@@ -331,7 +353,7 @@ def _rest(sandbox: Sandbox) -> dict[str, Any]:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return orjson.dumps(value).decode()  # a tenth of json.dumps's time, on every change
 
 
 class _Transaction:

@@ -95,7 +95,7 @@ def _control(handler: Handler, admin_token: str | None, sandbox_id: str | None, 
         entry = sandboxes.find(sandbox_id) if sandbox_id is not None else sandboxes.default
         request[CURRENT] = entry.sandbox
         response = await handler(request)
-        _save(request, entry.sandbox)
+        await _save(request, entry.sandbox)
         return response
 
     return run
@@ -154,7 +154,7 @@ async def _merchant_call(
             },
             fault.status,
         )
-    _save(request, sandbox)
+    await _save(request, sandbox)
     if fault is None:
         _count(sandbox.coverage, request, path)
     call = sandbox.journal.record(
@@ -178,14 +178,14 @@ async def _body_for_journal(request: web.Request) -> bytes:
         return b""
 
 
-def _save(request: web.Request, sandbox: Sandbox) -> None:
+async def _save(request: web.Request, sandbox: Sandbox) -> None:
     """With --state, what this call changed is in the file before the answer leaves.
     Reads change nothing; any other call may (a control call's change has no hook of its
     own, so the sandbox's small part is rewritten)."""
     state_file = request.app.get(STATE_FILE)
     if state_file is not None and request.method not in ("GET", "HEAD"):
         state_file.touched(sandbox)
-        state_file.flush()
+        await state_file.committed()
 
 
 def _count(coverage: Coverage, request: web.Request, path: str) -> None:

@@ -87,10 +87,19 @@ class Ledger:
 
     def rows(self, account_id: str, start: int = 0) -> list[list[Any]]:
         """Entries from `start` on as `[kind, amount, balance_after, order_id, at]`
-        (saved state)."""
+        (saved state; a state file asks for the few new ones after each change)."""
+        book = self._books.get(account_id)
+        if book is None:
+            return []
         return [
-            [e.kind, e.amount, e.balance_after, e.order_id, e.at]
-            for e in self.entries(account_id)[start:]
+            [
+                KINDS[book.kinds[i]],
+                book.amounts[i],
+                book.balances[i],
+                book.order_ids[i],
+                book.times[i],
+            ]
+            for i in range(start, len(book.times))
         ]
 
     def restore(self, account_id: str, rows: list[list[Any]]) -> None:

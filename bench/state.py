@@ -1,0 +1,205 @@
+"""The cost of `--state` and of HTTPS (DESIGN 14, issue "state ... and HTTPS").
+
+    python bench/state.py [--orders 100000] [--duration 5] [--runs 3] [--no-write]
+
+Against servers started as the CLI starts them, fresh for every run, alternating:
+
+* order creation and lookup with wrk, with `--state FILE` and without -- bars: creation
+  >= 0.5x, lookup >= 0.95x;
+* restart of a server whose state file holds `--orders` settled orders, from spawn to
+  the first answered request -- bar: <= 3 s;
+* order lookup over HTTPS (`--tls self-signed`, keep-alive) and over plain HTTP -- bar:
+  >= 0.7x.
+
+Writes the table to `bench/STATE.md` unless `--no-write`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiohttp
+
+from bench import (
+    BENCH,
+    Client,
+    Placement,
+    Server,
+    WrkParams,
+    placement,
+    run_wrk,
+    sandbox_argv,
+    time_to_first_answer,
+    write_accounts,
+)
+
+BARS = {"create": 0.5, "lookup": 0.95, "restart_s": 3.0, "https": 0.7}
+
+
+def prepare(url: str) -> tuple[str, str]:
+    """A token and an order id to look up, over plain HTTP or HTTPS (unverified)."""
+
+    async def run() -> tuple[str, str]:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as session:
+            async with session.post(
+                url + "/api/v1/auth/token/client", json={"api_key": "ak_bench"}
+            ) as response:
+                token = (await response.json())["access_token"]
+            headers = {"Authorization": f"Bearer {token}"}
+            async with session.post(
+                url + "/api/v1/orders", json={"item_id": 1001}, headers=headers
+            ) as response:
+                return token, (await response.json())["id"]
+
+    return asyncio.run(run())
+
+
+def wrk_once(pin: Placement, params: WrkParams, argv: list[str], work: Path, endpoint: str):
+    server = Server(argv, f"state-{endpoint}", work)
+    try:
+        token, order_id = prepare(server.url)
+        path = "/api/v1/orders" + (f"/{order_id}" if endpoint != "create" else "")
+        script = "create.lua" if endpoint == "create" else "lookup.lua"
+        env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm-{time.monotonic_ns()}"}
+        run_wrk(pin, params, server.url + path, script, env, params.warmup)
+        env["BENCH_PREFIX"] = f"run-{time.monotonic_ns()}"
+        return run_wrk(pin, params, server.url + path, script, env, params.duration).rps
+    finally:
+        server.stop()
+
+
+def fill(url: str, orders: int) -> None:
+    """`orders` orders over HTTP, 16 at a time, then settle them all."""
+
+    async def run() -> None:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(
+                url + "/api/v1/auth/token/client", json={"api_key": "ak_bench"}
+            ) as response:
+                headers = {"Authorization": f"Bearer {(await response.json())['access_token']}"}
+            counter = iter(range(orders))
+
+            async def worker() -> None:
+                for index in counter:
+                    body = {"item_id": 1001, "merchant_order_id": f"fill-{index}"}
+                    async with session.post(
+                        url + "/api/v1/orders", json=body, headers=headers
+                    ) as response:
+                        assert response.status == 201, await response.text()
+
+            await asyncio.gather(*(worker() for _ in range(16)))
+            async with session.post(url + "/_mock/clock/advance", json={"seconds": 5}):
+                pass
+
+    asyncio.run(run())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--orders", type=int, default=100_000)
+    parser.add_argument("--duration", type=float, default=5)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    pin = placement()
+    params = WrkParams(1, args.connections, args.duration, args.warmup, args.runs)
+    rows: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        accounts = write_accounts(work / "accounts.yaml")
+        plain = sandbox_argv(pin, accounts)
+        for run in range(params.runs):
+            for endpoint in ("create", "lookup"):
+                state = ["--state", str(work / f"{endpoint}-{run}.db")]
+                for name, argv in (("without", plain), ("with --state", plain + state)):
+                    rps = wrk_once(pin, params, argv, work, endpoint)
+                    rows.setdefault(endpoint, {}).setdefault(name, []).append(rps)
+                    print(f"  {endpoint} {name} run {run + 1}: {rps:,.0f} req/s", file=sys.stderr)
+            https = plain + ["--tls", "self-signed", "--tls-ca-out", str(work / "ca.pem")]
+            for name, argv in (("http", plain), ("https", https)):
+                rps = wrk_once(pin, params, argv, work, "lookup")
+                rows.setdefault("https", {}).setdefault(name, []).append(rps)
+                print(f"  lookup over {name} run {run + 1}: {rps:,.0f} req/s", file=sys.stderr)
+        big = work / "big.db"
+        server = Server(plain + ["--state", str(big)], "state-fill", work)
+        began = time.monotonic()
+        try:
+            fill(server.url, args.orders)
+        finally:
+            server.stop()
+        filled = time.monotonic() - began
+        restarts = [time_to_first_answer(plain + ["--state", str(big)]) for _ in range(3)]
+        size = big.stat().st_size / 2**20
+        client = Server(plain + ["--state", str(big)], "state-check", work)
+        try:
+            total = Client(client.url).json("GET", "/_mock/orders?limit=0")["total"]
+        finally:
+            client.stop()
+    table = render(rows, restarts, args.orders, total, filled, size, pin)
+    print(table)
+    if not args.no_write:
+        (BENCH / "STATE.md").write_text(table, encoding="utf-8")
+    return 0
+
+
+def render(rows, restarts, orders, total, filled, size, pin) -> str:
+    def verdict(ok: bool) -> str:
+        return "**PASS**" if ok else "**FAIL**"
+
+    lines = [
+        "# State file and HTTPS",
+        "",
+        "Written by `python bench/state.py` (see its docstring).",
+        "",
+        f"- **date**: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"- **placement**: {pin.note}",
+        "",
+        "| measure | value | reference | ratio | bar | result |",
+        "|---|---|---|---|---|---|",
+    ]
+    for endpoint, title in (("create", "order creation"), ("lookup", "order lookup")):
+        with_state = statistics.median(rows[endpoint]["with --state"])
+        without = statistics.median(rows[endpoint]["without"])
+        ratio = with_state / without
+        bar = BARS[endpoint]
+        lines.append(
+            f"| {title} with `--state`, req/s | {with_state:,.0f} | {without:,.0f} without | "
+            f"{ratio:.2f}x | >= {bar}x | {verdict(ratio >= bar)} |"
+        )
+    restart = statistics.median(restarts)
+    lines.append(
+        f"| restart with {total:,} orders in the file ({size:.0f} MiB) to first answer | "
+        f"{restart:.2f} s | | | <= {BARS['restart_s']:g} s | "
+        f"{verdict(restart <= BARS['restart_s'] and total == orders)} |"
+    )
+    https = statistics.median(rows["https"]["https"])
+    http = statistics.median(rows["https"]["http"])
+    lines.append(
+        f"| order lookup over HTTPS (keep-alive), req/s | {https:,.0f} | {http:,.0f} over HTTP "
+        f"| {https / http:.2f}x | >= {BARS['https']}x | {verdict(https / http >= BARS['https'])} |"
+    )
+    lines += [
+        "",
+        f"Filling the file took {filled:.0f} s ({orders:,} orders over HTTP, 16 at a time, "
+        f"then one advance). Restarts (s): {', '.join(f'{r:.2f}' for r in restarts)}.",
+        "",
+        "Every run (req/s):",
+        "",
+    ]
+    for key, named in rows.items():
+        for name, values in named.items():
+            lines.append(f"- {key}, {name}: {', '.join(f'{v:,.0f}' for v in values)}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
