@@ -9,10 +9,12 @@
 FROM python:3.11-slim
 
 # A non-root user (numeric below, so runAsNonRoot can check it) that owns nothing in
-# the image: the server only reads its files.
+# the image but /data: the one folder the server may write (a MOCK_STATE file, a
+# MOCK_TLS_CA_OUT certificate). A named volume mounted there starts owned by it.
 RUN groupadd --system --gid 10001 sandbox \
     && useradd --system --no-log-init --no-create-home --shell /usr/sbin/nologin \
-        --uid 10001 --gid sandbox sandbox
+        --uid 10001 --gid sandbox sandbox \
+    && mkdir /data && chown 10001:10001 /data
 
 WORKDIR /opt/ordering-sandbox
 COPY pyproject.toml README.md ./
