@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import json
 import os
 import sqlite3
 from pathlib import Path
@@ -45,8 +44,9 @@ CREATE TABLE IF NOT EXISTS orders (sandbox TEXT, id TEXT, doc TEXT NOT NULL,
                                    PRIMARY KEY (sandbox, id));
 CREATE TABLE IF NOT EXISTS deliveries (sandbox TEXT, id TEXT, doc TEXT NOT NULL,
                                        PRIMARY KEY (sandbox, id));
-CREATE TABLE IF NOT EXISTS ledger (sandbox TEXT, account TEXT, seq INTEGER, row TEXT NOT NULL,
-                                   PRIMARY KEY (sandbox, account, seq));
+CREATE TABLE IF NOT EXISTS ledger (sandbox TEXT, account TEXT, seq INTEGER, kind TEXT,
+                                   amount INTEGER, balance_after INTEGER, order_id TEXT,
+                                   at REAL, PRIMARY KEY (sandbox, account, seq));
 CREATE TABLE IF NOT EXISTS tokens (sandbox TEXT, token TEXT, row TEXT NOT NULL,
                                    PRIMARY KEY (sandbox, token));
 """
@@ -119,8 +119,8 @@ class StateFile:
         self._sandboxes = sandboxes
         rows = self._db.execute("SELECT id, entry, rest FROM sandboxes ORDER BY rowid").fetchall()
         for sandbox_id, entry_json, rest_json in rows:
-            document = self._document(sandbox_id, json.loads(rest_json))
-            entry = json.loads(entry_json)
+            document = self._document(sandbox_id, orjson.loads(rest_json))
+            entry = orjson.loads(entry_json)
             try:
                 if sandbox_id == DEFAULT_ID:
                     sandbox = sandboxes.default.sandbox
@@ -150,16 +150,18 @@ class StateFile:
     def _document(self, sandbox_id: str, rest: dict[str, Any]) -> dict[str, Any]:
         def docs(table: str) -> list[Any]:
             query = f"SELECT doc FROM {table} WHERE sandbox = ? ORDER BY rowid"  # noqa: S608
-            return [json.loads(r[0]) for r in self._db.execute(query, (sandbox_id,))]
+            return [orjson.loads(r[0]) for r in self._db.execute(query, (sandbox_id,))]
 
         ledger: dict[str, list[Any]] = {account["id"]: [] for account in rest["accounts"]}
-        for account, row in self._db.execute(
-            "SELECT account, row FROM ledger WHERE sandbox = ? ORDER BY account, seq",
+        # Columns, not JSON: two entries an order, read back without parsing.
+        for account, *row in self._db.execute(
+            "SELECT account, kind, amount, balance_after, order_id, at FROM ledger "
+            "WHERE sandbox = ? ORDER BY account, seq",
             (sandbox_id,),
         ):
-            ledger.setdefault(account, []).append(json.loads(row))
+            ledger.setdefault(account, []).append(row)
         tokens = [
-            json.loads(r[0])
+            orjson.loads(r[0])
             for r in self._db.execute(
                 "SELECT row FROM tokens WHERE sandbox = ? ORDER BY rowid", (sandbox_id,)
             )
@@ -283,8 +285,8 @@ class StateFile:
             start = saved.ledger.get(account_id, 0)
             rows = ledger.rows(account_id, start)
             self._db.executemany(
-                "INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?)",
-                [(sandbox_id, account_id, start + i, _json(r)) for i, r in enumerate(rows)],
+                "INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(sandbox_id, account_id, start + i, *r) for i, r in enumerate(rows)],
             )
             saved.ledger[account_id] = start + len(rows)
 
@@ -303,9 +305,9 @@ class StateFile:
             [(sandbox_id, d["id"], _json(d)) for d in document["deliveries"]],
         )
         self._db.executemany(
-            "INSERT INTO ledger VALUES (?, ?, ?, ?)",
+            "INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (sandbox_id, account_id, seq, _json(row))
+                (sandbox_id, account_id, seq, *row)
                 for account_id, rows in document["ledger"].items()
                 for seq, row in enumerate(rows)
             ],
