@@ -113,7 +113,14 @@ class WebhookSender:
             self._attempt,
             delivery,
             owner=delivery.account_id,
-            label=("webhook", delivery.id, "attempt", len(delivery.attempts) + 1),
+            label=(
+                "webhook",
+                delivery.id,
+                "attempt",
+                len(delivery.attempts) + 1,
+                "order",
+                delivery.order_id,
+            ),
         )
 
     async def _attempt(self, delivery: Delivery, *, manual: bool = False) -> None:

@@ -211,3 +211,17 @@ async def test_the_ledger_can_be_read_for_one_order(merchant):
     ledger = await (await merchant.client.get(path)).json()
     assert [(e["kind"], e["order_id"]) for e in ledger["entries"]] == [("charge", first["id"])]
     assert ledger["conserved"] is True and ledger["balance"] == 965.01
+
+
+async def test_an_upcoming_webhook_retry_names_its_delivery_and_order(merchant):
+    accounts = (await (await merchant.client.get("/_mock/accounts")).json())["accounts"]
+    await merchant.client.patch(
+        f"/_mock/accounts/{accounts[0]['id']}", json={"webhook_url": "http://127.0.0.1:9/hooks"}
+    )
+    _, order = await merchant.create({"item_id": 1001})
+    await merchant.advance(3)  # settled; the first attempt fails (nothing listens on 9)
+    jobs = await (await merchant.client.get("/_mock/jobs")).json()
+    (retry,) = jobs["upcoming"]
+    delivery = (await (await merchant.client.get("/_mock/webhooks")).json())["deliveries"][0]
+    assert retry["job"] == f"webhook {delivery['id']} attempt 2 order {order['id']}"
+    assert retry["due"] == "2026-01-01T00:01:03.000Z"

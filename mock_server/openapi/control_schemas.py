@@ -335,7 +335,7 @@ def _inspection_schemas() -> dict[str, Schema]:
                             "due": timestamp("When it will run."),
                             "job": string(
                                 "What it will do: `order <id> step <n> <status>` or "
-                                "`webhook <delivery id> attempt <n>`."
+                                "`webhook <delivery id> attempt <n> order <order id>`."
                             ),
                             "owner": string("The account it belongs to."),
                         }

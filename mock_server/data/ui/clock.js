@@ -62,7 +62,8 @@ function upcomingItem(job) {
   return el("li", {}, due, el("span", { class: "muted", text: when }), el("br"), jobLabel(job.job));
 }
 
-/** "order <id> step 2 processing" / "webhook <delivery id> attempt 2", linked to the order. */
+/** "order <id> step 2 processing" / "webhook <delivery id> attempt 2 order <id>", linked
+ * to the order. */
 function jobLabel(text) {
   const step = /^order (\S+) step (\d+) (\S+)/.exec(text);
   if (step) {
@@ -74,9 +75,9 @@ function jobLabel(text) {
       ` step ${step[2]} → ${step[3]}`,
     );
   }
-  const attempt = /^webhook (\S+) attempt (\d+)/.exec(text);
+  const attempt = /^webhook (\S+) attempt (\d+)(?: order (\S+))?/.exec(text);
   if (attempt) {
-    const orderId = orderOfDelivery.get(attempt[1]);
+    const orderId = attempt[3] || orderOfDelivery.get(attempt[1]);
     return el(
       "span",
       {},
