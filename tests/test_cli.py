@@ -34,7 +34,7 @@ EMBEDDED_CATALOG = PACKAGE_DIR / "data" / "catalog.json"
 BUILTIN_SCENARIOS = PACKAGE_DIR / "data" / "scenarios"
 START_TIME = "2026-01-01T00:00:00Z"
 MANUAL = ("--port", "0", "--clock", "manual", "--seed", "1")
-LISTENING = re.compile(r"^listening on http://127\.0\.0\.1:(\d+)$")
+LISTENING = re.compile(r"^listening on (https?)://127\.0\.0\.1:(\d+)$")
 # Generous: only a hung or crashed server ever waits this long.
 STARTUP_DEADLINE = 10.0
 BANNER_END = "curl"
@@ -65,6 +65,7 @@ class ServerProcess:
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stdout_seen: list[str] = []
         self.port: int | None = None
+        self.scheme = "http"
         self.banner: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -92,7 +93,7 @@ class ServerProcess:
         assert first is not None, f"server exited before listening: {self.stderr()}"
         found = LISTENING.match(first)
         assert found, f"first line was {first!r}"
-        self.port = int(found.group(1))
+        self.scheme, self.port = found.group(1), int(found.group(2))
         while True:
             line = self.next_line(deadline)
             assert line is not None, f"stdout closed inside the banner: {self.stdout_seen!r}"
@@ -103,7 +104,7 @@ class ServerProcess:
     @property
     def url(self) -> str:
         assert self.port is not None
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def stderr(self) -> str:
         self._stderr_file.flush()

@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.test_cli import launch  # noqa: F401 - the fixture, shared
+from tests.test_cli import launch  # noqa: F401 - the fixture, shared by import
 
 ARGS = ("--port", "0", "--clock", "manual", "--seed", "5", "--start-time", "2026-01-01T00:00:00Z")
 
@@ -38,13 +38,13 @@ def login(base: str, api_key: str = "ak_test_default") -> str:
     return body["access_token"]
 
 
-def started(launch, state: Path, *extra: str):  # noqa: F811
+def started(launch, state: Path, *extra: str):
     server = launch(*ARGS, "--state", str(state), *extra)
     server.wait_ready()
     return server
 
 
-def test_acknowledged_orders_survive_kill_9(launch, tmp_path):  # noqa: F811
+def test_acknowledged_orders_survive_kill_9(launch, tmp_path):
     state = tmp_path / "sandbox.db"
     server = started(launch, state)
     assert any(line.strip() == f"state        {state}" for line in server.banner)
@@ -94,7 +94,7 @@ def test_acknowledged_orders_survive_kill_9(launch, tmp_path):  # noqa: F811
     assert call(base, "GET", f"/_mock/accounts/{account['id']}/ledger")[1]["conserved"] is True
 
 
-def test_sandboxes_and_their_clocks_come_back(launch, tmp_path):  # noqa: F811
+def test_sandboxes_and_their_clocks_come_back(launch, tmp_path):
     state = tmp_path / "sandbox.db"
     server = started(launch, state)
     created = call(server.url, "POST", "/_mock/sandboxes", {"seed": 3})[1]
@@ -118,7 +118,7 @@ def test_sandboxes_and_their_clocks_come_back(launch, tmp_path):  # noqa: F811
     assert login(base, created["api_key"])
 
 
-def test_a_second_server_on_the_same_file_refuses_to_start(launch, tmp_path):  # noqa: F811
+def test_a_second_server_on_the_same_file_refuses_to_start(launch, tmp_path):
     state = tmp_path / "sandbox.db"
     started(launch, state)
     second = launch(*ARGS, "--state", str(state))
@@ -127,7 +127,7 @@ def test_a_second_server_on_the_same_file_refuses_to_start(launch, tmp_path):  #
     assert "Traceback" not in second.stderr()
 
 
-def test_a_corrupt_file_stops_the_start_with_its_name_and_a_way_out(launch, tmp_path):  # noqa: F811
+def test_a_corrupt_file_stops_the_start_with_its_name_and_a_way_out(launch, tmp_path):
     state = tmp_path / "sandbox.db"
     state.write_bytes(b"this is not a database, just some bytes " * 100)
     server = launch(*ARGS, "--state", str(state))
@@ -138,7 +138,7 @@ def test_a_corrupt_file_stops_the_start_with_its_name_and_a_way_out(launch, tmp_
     assert state.read_bytes().startswith(b"this is not a database")  # left as it was
 
 
-def test_a_file_of_a_newer_version_is_refused(launch, tmp_path):  # noqa: F811
+def test_a_file_of_a_newer_version_is_refused(launch, tmp_path):
     state = tmp_path / "sandbox.db"
     server = started(launch, state)
     server.stop(signal.SIGTERM)
@@ -149,7 +149,7 @@ def test_a_file_of_a_newer_version_is_refused(launch, tmp_path):  # noqa: F811
     assert "newer" in again.stderr()
 
 
-def test_without_state_nothing_is_written(launch, tmp_path):  # noqa: F811
+def test_without_state_nothing_is_written(launch, tmp_path):
     server = launch(*ARGS)
     server.wait_ready()
     token = login(server.url)

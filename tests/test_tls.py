@@ -10,14 +10,11 @@ Certificates come from `trustme` CAs made in the test; deliveries are triggered 
 from __future__ import annotations
 
 import json
-import re
 import socket
 import ssl
-import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,62 +26,19 @@ from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
 from mock_server.tls import host_names
-from tests.test_cli import (
-    BANNER_END,
+from tests.test_cli import (  # noqa: F401 - `launch` is the fixture, shared
     MANUAL,
-    STARTUP_DEADLINE,
     ServerProcess,
     banner_value,
     clean_env,
+    launch,
     run_cli,
 )
 from tests.test_container import DOCKERFILE, healthcheck, parse_dockerfile, run_healthcheck
 
-LISTENING = re.compile(r"^listening on (https?)://127\.0\.0\.1:(\d+)$")
 ORDER = {"item_id": 1001, "quantity": 1, "merchant_order_id": "tls-1"}
 #: Longer than the happy path's settlement: the first delivery attempt falls due in it.
 SETTLE_SECONDS = 10
-
-
-class Server(ServerProcess):
-    """A `ServerProcess` whose listening line may say http or https."""
-
-    scheme = "http"
-
-    def wait_ready(self, timeout: float = STARTUP_DEADLINE) -> int:
-        deadline = time.monotonic() + timeout
-        first = self.next_line(deadline)
-        assert first is not None, f"server exited before listening: {self.stderr()}"
-        found = LISTENING.match(first)
-        assert found, f"first line was {first!r}"
-        self.scheme, self.port = found.group(1), int(found.group(2))
-        while True:
-            line = self.next_line(deadline)
-            assert line is not None, f"stdout closed inside the banner: {self.stdout_seen!r}"
-            self.banner.append(line)
-            if BANNER_END in line:
-                return self.port
-
-    @property
-    def url(self) -> str:
-        assert self.port is not None
-        return f"{self.scheme}://127.0.0.1:{self.port}"
-
-
-@pytest.fixture
-def launch(tmp_path: Path) -> Iterator[Any]:
-    """Start `python -m mock_server` children in `tmp_path`; all killed at teardown."""
-    started: list[Server] = []
-
-    def start(*args: str, env: dict[str, str] | None = None) -> Server:
-        argv = [sys.executable, "-m", "mock_server", *args]
-        server = Server(argv, env if env is not None else clean_env(), tmp_path)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.kill()
 
 
 @dataclass
@@ -376,7 +330,7 @@ async def https_receiver(tmp_path: Path) -> AsyncIterator[HttpsReceiver]:
 
 
 async def _settle_an_order(
-    server: Server, context: ssl.SSLContext | None = None
+    server: ServerProcess, context: ssl.SSLContext | None = None
 ) -> list[dict[str, Any]]:
     """Place an order, advance the manual clock past its settlement and its first
     delivery attempt; the order's deliveries as `/_mock/webhooks` shows them."""
