@@ -108,6 +108,8 @@ class StateFile:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         if row is None:
             self._db.execute("INSERT INTO meta VALUES ('format', ?)", (str(FILE_FORMAT),))
+        elif not str(row[0]).isdigit():
+            raise sqlite3.DatabaseError(f"its format is {row[0]!r}, not a number")
         elif int(row[0]) > FILE_FORMAT:
             raise StateFileError(
                 f"{self.path}: written by a newer sandbox (file format {row[0]}; this one "
@@ -117,11 +119,18 @@ class StateFile:
     def attach(self, sandboxes: Sandboxes) -> None:
         """Bring every saved sandbox back into `sandboxes`, then keep the file current."""
         self._sandboxes = sandboxes
-        rows = self._db.execute("SELECT id, entry, rest FROM sandboxes ORDER BY rowid").fetchall()
+        try:
+            rows = self._db.execute("SELECT id, entry, rest FROM sandboxes ORDER BY rowid")
+            rows = rows.fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StateFileError(
+                f"{self.path}: not a usable state file ({exc}): move it away (or delete "
+                "it) to start fresh"
+            ) from exc
         for sandbox_id, entry_json, rest_json in rows:
-            document = self._document(sandbox_id, orjson.loads(rest_json))
-            entry = orjson.loads(entry_json)
             try:
+                document = self._document(sandbox_id, orjson.loads(rest_json))
+                entry = orjson.loads(entry_json)
                 if sandbox_id == DEFAULT_ID:
                     sandbox = sandboxes.default.sandbox
                 else:

@@ -156,3 +156,18 @@ def test_without_state_nothing_is_written(launch, tmp_path):
     call(server.url, "POST", "/api/v1/orders", {"item_id": 1001}, token)
     server.stop(signal.SIGTERM)
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("stderr-")] == []
+
+
+def test_damaged_rows_stop_the_start_with_the_sandbox_and_the_reason(launch, tmp_path):
+    state = tmp_path / "sandbox.db"
+    server = started(launch, state)
+    token = login(server.url)
+    call(server.url, "POST", "/api/v1/orders", {"item_id": 1001}, token)
+    server.stop(signal.SIGTERM)
+    with sqlite3.connect(state) as db:
+        db.execute("UPDATE orders SET doc = '{\"id\": 1, broken'")
+    again = launch(*ARGS, "--state", str(state))
+    assert again.finish() == 1
+    stderr = again.stderr()
+    assert f"{state}: sandbox default cannot be restored" in stderr
+    assert "start fresh" in stderr and "Traceback" not in stderr
