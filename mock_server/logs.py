@@ -1,8 +1,9 @@
 """One log line per request, as text or JSON (`--log-format`).
 
 Access lines bypass the `logging` machinery (a fifth of a lookup's cost went there):
-`AccessLog` formats the line and hands it to a `LineSink`, a block-buffered writer
-that `serve` flushes a few times a second and on shutdown.
+`AccessLog` hands what the line will say to a `LineSink`, a block-buffered writer that
+`serve` flushes a few times a second and on shutdown; lines are formatted then, in one
+batch, not while the request is answered.
 """
 
 from __future__ import annotations
@@ -24,43 +25,50 @@ def configure_logging() -> None:
 
 
 class LineSink:
-    """Collects lines and writes them out in one call per flush."""
+    """Collects lines and writes them out in one call per flush. An entry is a line, or
+    an access record that `AccessLog` left to be rendered here, off the request's path."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream if stream is not None else sys.stderr
-        self._lines: list[str] = []
+        self._lines: list[str | tuple] = []
 
-    def write(self, line: str) -> None:
+    def write(self, line: str | tuple) -> None:
         self._lines.append(line)
 
     def flush(self) -> None:
         if self._lines:
-            self._stream.write("\n".join(self._lines) + "\n")
-            self._lines.clear()
+            entries = self._lines
+            self._lines = []
+            lines = [e if type(e) is str else _render(e) for e in entries]
+            self._stream.write("\n".join(lines) + "\n")
             self._stream.flush()
 
 
 class AccessLog(AbstractAccessLogger):
     """aiohttp's designated extension point for access logs. `logger` is the runner's
     `access_log` (here a `LineSink`); `log_format` its `access_log_format`, "text" or
-    "json"."""
+    "json". A request only notes what its line will say; the sink renders it."""
 
     def log(self, request: BaseRequest, response: StreamResponse, time_taken: float) -> None:
+        record = (request.remote, request.method, request.path, response.status, time_taken)
         if self.log_format == "json":
-            line = json.dumps(
-                {
-                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "method": request.method,
-                    "path": request.path,
-                    "status": response.status,
-                    "duration_ms": round(time_taken * 1000, 2),
-                    "remote": request.remote,
-                },
-                separators=(",", ":"),
-            )
-        else:
-            line = (
-                f"{request.remote} {request.method} {request.path} {response.status} "
-                f"{time_taken * 1000:.1f}ms"
-            )
-        self.logger.write(line)  # type: ignore[attr-defined]
+            record += (time.time(),)
+        self.logger.write(record)  # type: ignore[attr-defined]
+
+
+def _render(record: tuple) -> str:
+    """One access line: text (5 fields) or JSON (6: the wall time it was taken at)."""
+    remote, method, path, status, time_taken = record[:5]
+    if len(record) == 5:
+        return f"{remote} {method} {path} {status} {time_taken * 1000:.1f}ms"
+    return json.dumps(
+        {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record[5])),
+            "method": method,
+            "path": path,
+            "status": status,
+            "duration_ms": round(time_taken * 1000, 2),
+            "remote": remote,
+        },
+        separators=(",", ":"),
+    )

@@ -52,16 +52,17 @@ async def read_account(request: web.Request) -> web.Response:
 
 
 async def create_order(request: web.Request) -> web.Response:
-    sandbox = _sandbox(request)
-    account = _account(request)
+    sandbox = request[CURRENT]
+    account = sandbox.authenticate(request.headers.get("Authorization"))
     body = await read_json(request)
     order = sandbox.create_order(account, body, scenario_name=request.headers.get(SCENARIO_HEADER))
     return request.app[RENDERINGS].response(order, status=201)
 
 
 async def get_order(request: web.Request) -> web.Response:
-    sandbox = _sandbox(request)
-    order = sandbox.get_order(_account(request), request.match_info["order_id"])
+    sandbox = request[CURRENT]
+    account = sandbox.authenticate(request.headers.get("Authorization"))
+    order = sandbox.get_order(account, request.match_info["order_id"])
     return request.app[RENDERINGS].response(order)
 
 

@@ -19,11 +19,20 @@ from aiohttp import web
 
 from ..domain.coverage import PREFIXES as MERCHANT_PREFIXES
 from ..domain.coverage import Coverage
+from ..domain.journal import Call
 from ..domain.sandbox import Sandbox
 from ..domain.sandboxes import Sandboxes
 from ..errors import ApiError, TokenError, not_authenticated, payload_too_large
 from .jsonio import json_response
-from .routing import CURRENT, ENTRY_PARAM, SANDBOXES, STATE_FILE, inner_path, merchant_sandbox
+from .routing import (
+    BASE_PREFIX,
+    CURRENT,
+    ENTRY_PARAM,
+    SANDBOX_PARAM,
+    SANDBOXES,
+    STATE_FILE,
+    merchant_sandbox,
+)
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -52,34 +61,57 @@ HEALTH_PATH = "/_mock/health"
 
 def make_middlewares(*, cors_origin: str, admin_token: str | None, max_body: int) -> list:
     origins = frozenset(o.strip() for o in cors_origin.split(",") if o.strip())
+    any_origin = "*" in origins
 
     @web.middleware
     async def edge(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
-            response: web.StreamResponse = web.Response(status=204)
-            response.headers["Access-Control-Allow-Methods"] = ALLOWED_METHODS
-            response.headers["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
-            response.headers["Access-Control-Max-Age"] = "600"
+        # Every request pays this function: one coroutine, no closures, no per-request
+        # lookups that could be done once (a merchant call's whole edge is inline here).
+        method = request.method
+        if method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+            response: web.StreamResponse = web.Response(status=204, headers=_PREFLIGHT)
         else:
-            sandbox_id, path = inner_path(request)
+            sandbox_id = request.match_info.get(SANDBOX_PARAM)
+            path = request.path
+            if sandbox_id is not None:  # the path as a whole server would see it
+                path = path[len(BASE_PREFIX) + len(sandbox_id) :]
             if path.startswith(NOT_MERCHANT_PREFIXES) or path == "/":
                 # Control API and API documents: no faults, no journal entry.
-                response = await _answer(
-                    request, _control(handler, admin_token, sandbox_id, path), max_body
-                )
+                response = await _control(request, handler, admin_token, sandbox_id, path, max_body)
             else:
                 response = await _merchant_call(request, handler, sandbox_id, path, max_body)
-        _cors(request, response, origins)
+        if not response.prepared:
+            if any_origin:
+                response.headers[ACAO] = "*"
+            else:
+                origin = request.headers.get("Origin")
+                if origin and origin in origins:
+                    response.headers[ACAO] = origin
+                    response.headers["Vary"] = "Origin"
         return response
 
     return [edge]
 
 
-def _control(handler: Handler, admin_token: str | None, sandbox_id: str | None, path: str):
+ACAO = "Access-Control-Allow-Origin"
+_PREFLIGHT = {
+    "Access-Control-Allow-Methods": ALLOWED_METHODS,
+    "Access-Control-Allow-Headers": ALLOWED_HEADERS,
+    "Access-Control-Max-Age": "600",
+}
+
+
+async def _control(
+    request: web.Request,
+    handler: Handler,
+    admin_token: str | None,
+    sandbox_id: str | None,
+    path: str,
+    max_body: int,
+) -> web.StreamResponse:
     """The control call: authorised, then run on its sandbox (the default one on the
     root paths)."""
-
-    async def run(request: web.Request) -> web.StreamResponse:
+    try:
         sandboxes = request.app[SANDBOXES]
         if (
             admin_token is not None
@@ -97,37 +129,37 @@ def _control(handler: Handler, admin_token: str | None, sandbox_id: str | None, 
         response = await handler(request)
         await _save(request, entry.sandbox)
         return response
+    except Exception as exc:  # noqa: BLE001 - rendered (or re-raised) by _failure
+        return _failure(request, exc, max_body)
 
-    return run
 
-
-async def _answer(request: web.Request, handler: Handler, max_body: int) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except (ApiError, TokenError) as error:
-        request[REFUSAL] = error  # for coverage, which counts refusals by cause
-        return _refusal(error)
-    except web.HTTPRequestEntityTooLarge:
+def _failure(request: web.Request, exc: Exception, max_body: int) -> web.StreamResponse:
+    """The answer to what a handler raised: the spec's envelope for domain errors and
+    aiohttp's own HTTP errors, 499 for a client that left, 500 for anything else."""
+    if isinstance(exc, ApiError | TokenError):
+        request[REFUSAL] = exc  # for coverage, which counts refusals by cause
+        return _refusal(exc)
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
         error = payload_too_large(max_body)
         return json_response(error.body(), error.status)
-    except web.HTTPException as exc:
+    if isinstance(exc, web.HTTPException):
         if exc.status < 400:
-            raise
+            raise exc
         code = _code_for(exc.status)
         detail = _detail(request, exc)
         response = json_response({"detail": detail, "code": code}, exc.status)
         if exc.status == 405 and "Allow" in exc.headers:
             response.headers["Allow"] = exc.headers["Allow"]
         return response
-    except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+    if isinstance(exc, ConnectionResetError | aiohttp.ClientConnectionResetError):
         # The client hung up mid-request: nothing changed, and its one log line is the
         # access line with nginx's "client closed request" status; no traceback.
         return web.Response(status=499, reason="Client Closed Request")
-    except Exception:  # noqa: BLE001 - last line of defence: an envelope, not a traceback
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        return json_response(
-            {"detail": "Internal error in the sandbox (logged)", "code": "internal_error"}, 500
-        )
+    # Last line of defence: an envelope, not a traceback.
+    log.error("unhandled error on %s %s", request.method, request.path, exc_info=exc)
+    return json_response(
+        {"detail": "Internal error in the sandbox (logged)", "code": "internal_error"}, 500
+    )
 
 
 async def _merchant_call(
@@ -136,70 +168,86 @@ async def _merchant_call(
     """A merchant API call: its sandbox found, injected faults first, then the journal
     entry (both the sandbox's own, keyed on the path as a whole server sees it)."""
     sandboxes = request.app[SANDBOXES]
-    try:
-        sandbox = await merchant_sandbox(request, sandboxes, sandbox_id, path)
-    except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
-        return _refusal(error)
+    if sandbox_id is None and not sandboxes.routing_needed:
+        sandbox = sandboxes.default.sandbox  # only the default sandbox ever existed
+    else:
+        try:
+            sandbox = await merchant_sandbox(request, sandboxes, sandbox_id, path)
+        except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
+            return _refusal(error)
     request[CURRENT] = sandbox
-    fault = sandbox.faults.take(request.method, path) if sandbox.faults else None
-    if fault is not None and fault.latency_ms:
-        await asyncio.sleep(fault.latency_ms / 1000)
-    if fault is None or fault.after_commit:
-        response = await _answer(request, handler, max_body)
-    if fault is not None:
+    method = request.method
+    fault = sandbox.faults.take(method, path) if sandbox.faults else None
+    refusal: ApiError | TokenError | None = None
+    if fault is None:
+        try:
+            response = await handler(request)
+        except (ApiError, TokenError) as error:
+            refusal = request[REFUSAL] = error  # for coverage, which counts refusals by cause
+            response = _refusal(error)
+        except Exception as exc:  # noqa: BLE001 - rendered (or re-raised) by _failure
+            response = _failure(request, exc, max_body)
+    else:
+        if fault.latency_ms:
+            await asyncio.sleep(fault.latency_ms / 1000)
+        if fault.after_commit:
+            try:
+                await handler(request)
+            except Exception as exc:  # noqa: BLE001 - as above; the fault answers anyway
+                _failure(request, exc, max_body)
         response = json_response(
             {
-                "detail": f"Injected fault {fault.id} on {request.method} {path}",
+                "detail": f"Injected fault {fault.id} on {method} {path}",
                 "code": _code_for(fault.status),
             },
             fault.status,
         )
-    await _save(request, sandbox)
+    if method not in _READS:  # (a read saves nothing: no coroutine for it)
+        await _save(request, sandbox)
     if fault is None:
-        _count(sandbox.coverage, request, path)
-    call = sandbox.journal.record(
-        request.method,
-        path,
-        response.status,
-        await _body_for_journal(request),
-        sandbox.clock.now(),
-    )
+        _count(sandbox.coverage, refusal, path)
+    body = b""
+    if request.body_exists:
+        try:
+            body = await request.read()  # already read by the handler: no copy, no wait
+        except Exception:  # noqa: BLE001 - over the size limit, or the client left: not kept
+            body = b""
+    status, at = response.status, sandbox.clock.now()
+    sandbox.journal.record(method, path, status, body, at)
     if sandbox.events.active:
-        sandbox.events.publish("journal", call.to_json())
+        sandbox.events.publish("journal", Call.of(method, path, status, body, at).to_json())
     return response
 
 
-async def _body_for_journal(request: web.Request) -> bytes:
-    if not request.body_exists:
-        return b""
-    try:
-        return await request.read()
-    except Exception:  # noqa: BLE001 - over the size limit, or the client left: not kept
-        return b""
+_READS = ("GET", "HEAD")
 
 
 async def _save(request: web.Request, sandbox: Sandbox) -> None:
     """With --state, what this call changed is in the file before the answer leaves.
     Reads change nothing; any other call may (a control call's change has no hook of its
     own, so the sandbox's small part is rewritten)."""
+    if request.method in _READS:
+        return
     state_file = request.app.get(STATE_FILE)
-    if state_file is not None and request.method not in ("GET", "HEAD"):
+    if state_file is not None:
         state_file.touched(sandbox)
         await state_file.committed()
 
 
-def _count(coverage: Coverage, request: web.Request, path: str) -> None:
+def _count(coverage: Coverage, refusal: ApiError | TokenError | None, path: str) -> None:
     """Coverage of a merchant call: its path prefix and, if refused, why."""
-    for prefix in MERCHANT_PREFIXES:
-        if path.startswith(prefix + "/"):
-            coverage.count("prefixes", prefix)
-            refusal = request.get(REFUSAL)
+    for prefix in _MERCHANT_PREFIXES:
+        if path.startswith(prefix):
+            coverage.count("prefixes", prefix[:-1])
             if isinstance(refusal, TokenError):
                 coverage.count("merchant_errors", "token exchange refused")
             elif refusal is not None:
                 cause = f": {refusal.cause}" if refusal.cause else ""
                 coverage.count("merchant_errors", refusal.code + cause)
             return
+
+
+_MERCHANT_PREFIXES = tuple(prefix + "/" for prefix in MERCHANT_PREFIXES)
 
 
 def _refusal(error: ApiError | TokenError) -> web.Response:
@@ -238,14 +286,3 @@ def _check_control_token(
         "The control API needs 'Authorization: Bearer <admin token>' (--admin-token)"
         + (" or this sandbox's control_token" if sandbox_id is not None else "")
     )
-
-
-def _cors(request: web.Request, response: web.StreamResponse, origins: frozenset[str]) -> None:
-    if response.prepared:
-        return
-    origin = request.headers.get("Origin")
-    if "*" in origins:
-        response.headers["Access-Control-Allow-Origin"] = "*"
-    elif origin and origin in origins:
-        response.headers["Access-Control-Allow-Origin"] = origin
-        response.headers["Vary"] = "Origin"

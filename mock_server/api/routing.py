@@ -27,7 +27,7 @@ SANDBOX_PARAM = "sandbox"
 #: itself, served on the root paths only).
 ENTRY_PARAM = "sandbox_id"
 BASE_PATH = "/_mock/sandboxes/{" + SANDBOX_PARAM + "}"
-_BASE_PREFIX = "/_mock/sandboxes/"
+BASE_PREFIX = "/_mock/sandboxes/"
 
 
 def sandbox_of(request: web.Request) -> Sandbox:
@@ -44,7 +44,7 @@ def inner_path(request: web.Request) -> tuple[str | None, str]:
     sandbox_id = request.match_info.get(SANDBOX_PARAM)
     if sandbox_id is None:
         return None, request.path
-    return sandbox_id, request.path[len(_BASE_PREFIX) + len(sandbox_id) :]
+    return sandbox_id, request.path[len(BASE_PREFIX) + len(sandbox_id) :]
 
 
 async def merchant_sandbox(

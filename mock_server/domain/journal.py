@@ -9,6 +9,8 @@ from typing import Any
 from ..clock import iso
 
 MAX_BODY_CHARS = 4096
+#: Bytes of a body kept: enough for MAX_BODY_CHARS characters of any UTF-8 text.
+MAX_BODY_BYTES = MAX_BODY_CHARS * 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +20,13 @@ class Call:
     status: int
     body: str
     at: float
+
+    @classmethod
+    def of(cls, method: str, path: str, status: int, body: bytes, at: float) -> Call:
+        """A call as the journal shows it: the body decoded (invalid UTF-8 replaced) and
+        cut to MAX_BODY_CHARS characters."""
+        text = body[:MAX_BODY_BYTES].decode("utf-8", "replace")[:MAX_BODY_CHARS]
+        return cls(method, path, status, text, at)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -30,21 +39,22 @@ class Call:
 
 
 class Journal:
-    def __init__(self, size: int) -> None:
-        self._calls: deque[Call] = deque(maxlen=size)
+    """Each merchant call pays `record`: the call is kept as a plain tuple, with its
+    body's bytes (cut to MAX_BODY_BYTES), and becomes a `Call` only when read."""
 
-    def record(self, method: str, path: str, status: int, body: bytes, at: float) -> Call:
-        """Keep the call (unless the journal holds none) and answer it."""
-        text = body[: MAX_BODY_CHARS * 4].decode("utf-8", "replace")[:MAX_BODY_CHARS]
-        call = Call(method, path, status, text, at)
-        if self._calls.maxlen != 0:
-            self._calls.append(call)
-        return call
+    def __init__(self, size: int) -> None:
+        self._calls: deque[tuple[str, str, int, bytes, float]] = deque(maxlen=size)
+
+    def record(self, method: str, path: str, status: int, body: bytes, at: float) -> None:
+        """Keep the call (a journal of size 0 keeps none)."""
+        self._calls.append((method, path, status, body[:MAX_BODY_BYTES], at))
 
     def latest(self, limit: int | None = None) -> list[Call]:
         """Newest first."""
         calls = list(reversed(self._calls))
-        return calls if limit is None else calls[:limit]
+        if limit is not None:
+            calls = calls[:limit]
+        return [Call.of(*call) for call in calls]
 
     def clear(self) -> None:
         self._calls.clear()

@@ -186,18 +186,20 @@ class Sandbox:
                 "Missing Authorization header: send 'Bearer <token>'", "missing token"
             )
         scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = token.strip()
+        if (scheme != "Bearer" and scheme.lower() != "bearer") or not token:
             raise not_authenticated("Authorization must be 'Bearer <token>'", "missing token")
-        tokens, now = self.state.tokens, self.state.now()
-        grant = tokens.lookup(token.strip(), now)
+        state = self.state
+        tokens, now = state.tokens, state.now()
+        grant = tokens.lookup(token, now)
         # A revoked key's tokens stop working: the key must still map to the account.
-        if grant is None or self.state.account_by_key.get(grant.api_key) != grant.account_id:
+        if grant is None or state.account_by_key.get(grant.api_key) != grant.account_id:
             raise not_authenticated(
                 "Invalid or expired access token: exchange the API key "
                 "again at /api/v1/auth/token/client",
-                "expired token" if tokens.expired(token.strip(), now) else "invalid token",
+                "expired token" if tokens.expired(token, now) else "invalid token",
             )
-        return self.state.accounts[grant.account_id]
+        return state.accounts[grant.account_id]
 
     # -- merchant operations ------------------------------------------------------------
 
