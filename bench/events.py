@@ -1,0 +1,157 @@
+"""Live dashboards' cost to the merchant API (DESIGN 13, issue "the dashboard").
+
+    python bench/events.py [--readers 5] [--duration 5] [--runs 3] [--no-write]
+
+Order lookup and order creation with wrk against a server started as the CLI starts
+it, once with `--readers` clients reading `GET /_mock/events` (as open dashboards do:
+every merchant call is a `journal` event to each of them, every order change an `order`
+event) and once with none; fresh servers for every run, alternating, medians. Bar: with
+five readers, >= 0.9x the rate with none. The readers run in their own process on the
+load generator's core. Writes the table to `bench/EVENTS.md` unless `--no-write`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import (
+    BENCH,
+    PYTHON,
+    Client,
+    Placement,
+    Server,
+    WrkParams,
+    placement,
+    run_wrk,
+    sandbox_argv,
+    write_accounts,
+)
+
+BAR = 0.9
+READER = """
+import asyncio, sys
+import aiohttp
+
+async def read(url):
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=None)) as response:
+            async for _ in response.content.iter_any():
+                pass
+
+async def main(url, count):
+    print("reading", flush=True)
+    await asyncio.gather(*(read(url) for _ in range(count)))
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+
+
+def readers(pin: Placement, url: str, count: int) -> subprocess.Popen | None:
+    if not count:
+        return None
+    proc = subprocess.Popen(
+        pin.load + [PYTHON, "-c", READER, url + "/_mock/events", str(count)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "reading"
+    return proc
+
+
+def prepare(client: Client) -> tuple[str, str]:
+    token = client.json("POST", "/api/v1/auth/token/client", {"api_key": "ak_bench"})
+    bearer = token["access_token"]
+    order = client.json("POST", "/api/v1/orders", {"item_id": 1001}, bearer)
+    return bearer, order["id"]
+
+
+def bench(pin: Placement, params: WrkParams, accounts: Path, work: Path, count: int):
+    results: dict[int, dict[str, list[float]]] = {0: {"lookup": [], "create": []}}
+    results[count] = {"lookup": [], "create": []}
+    for run in range(params.runs):
+        for n in (0, count):
+            for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
+                server = Server(sandbox_argv(pin, accounts), f"events-{n}", work)
+                reading = None
+                try:
+                    client = Client(server.url)
+                    token, order_id = prepare(client)
+                    client.close()
+                    reading = readers(pin, server.url, n)
+                    path = "/api/v1/orders" + (f"/{order_id}" if endpoint == "lookup" else "")
+                    env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}-{n}"}
+                    run_wrk(pin, params, server.url + path, script, env, params.warmup)
+                    env["BENCH_PREFIX"] = f"run{run}-{n}"
+                    measured = run_wrk(pin, params, server.url + path, script, env, params.duration)
+                finally:
+                    if reading is not None:
+                        reading.kill()
+                        reading.wait()
+                    server.stop()
+                results[n][endpoint].append(measured.rps)
+                print(
+                    f"  {endpoint:6} with {n} readers, run {run + 1}: {measured.rps:8.0f} req/s",
+                    file=sys.stderr,
+                )
+    return results
+
+
+def render(results: dict, count: int, pin: Placement) -> str:
+    lines = [
+        "# Live dashboards and the merchant API",
+        "",
+        "Written by `python bench/events.py` (see its docstring).",
+        "",
+        f"- **date**: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"- **placement**: {pin.note}",
+        "",
+        "| measure | with readers | none | ratio | bar | result |",
+        "|---|---|---|---|---|---|",
+    ]
+    for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
+        with_readers = statistics.median(results[count][endpoint])
+        alone = statistics.median(results[0][endpoint])
+        ratio = with_readers / alone
+        verdict = "**PASS**" if ratio >= BAR else "**FAIL**"
+        lines.append(
+            f"| {title}, {count} event-stream readers: req/s | {with_readers:,.0f} | "
+            f"{alone:,.0f} | {ratio:.2f}x | >= {BAR}x | {verdict} |"
+        )
+    lines += ["", "Every run (req/s):", ""]
+    for n in (0, count):
+        for endpoint in ("lookup", "create"):
+            runs = ", ".join(f"{rps:,.0f}" for rps in results[n][endpoint])
+            lines.append(f"- {endpoint}, {n} readers: {runs}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--readers", type=int, default=5)
+    parser.add_argument("--duration", type=float, default=5)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    pin = placement()
+    params = WrkParams(1, args.connections, args.duration, args.warmup, args.runs)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        accounts = write_accounts(work / "accounts.yaml")
+        results = bench(pin, params, accounts, work, args.readers)
+    table = render(results, args.readers, pin)
+    print(table)
+    if not args.no_write:
+        (BENCH / "EVENTS.md").write_text(table, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Sandboxes at scale (DESIGN 12, issue "many isolated sandboxes"): one command.
+
+    python bench/sandboxes.py [--others 1000] [--duration 5] [--runs 3] [--no-write]
+
+Measures, against a server started as the CLI starts it (`--max-sandboxes` raised so
+the others fit):
+
+* creating a sandbox from the startup state: `POST /_mock/sandboxes` over HTTP, median
+  of 200 (client-side wall time, HTTP included) -- bar: <= 2 ms;
+* what an empty sandbox holds: the server's RSS growth over `--others` creations,
+  divided by their number -- bar: <= 100 KB;
+* order lookup and creation with wrk, in one sandbox through its `base_url`, on a
+  server holding `--others` other live sandboxes with a few orders each, against the
+  same on a server holding none; fresh servers for every run, alternating, medians --
+  bar: >= 0.95x.
+
+Placement as in bench.py (server on CPU 0, wrk on CPU 1). Writes the table to
+`bench/SANDBOXES.md` unless `--no-write`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import (
+    BENCH,
+    Client,
+    Placement,
+    Server,
+    WrkParams,
+    placement,
+    run_wrk,
+    sandbox_argv,
+    write_accounts,
+)
+
+BAR_CREATE_MS = 2.0
+BAR_EMPTY_KB = 100.0
+BAR_RATIO = 0.95
+ORDERS_PER_OTHER = 3
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def start(pin: Placement, accounts: Path, work: Path, name: str) -> Server:
+    return Server(sandbox_argv(pin, accounts) + ["--max-sandboxes", "100000"], name, work)
+
+
+def populate(client: Client, count: int) -> None:
+    """`count` sandboxes, each with a few orders, as CI jobs leave them."""
+    for _ in range(count):
+        sandbox = client.json("POST", "/_mock/sandboxes", {})
+        base = sandbox["base_url"].split("//", 1)[1].split("/", 1)[1]
+        token = client.json(
+            "POST", f"/{base}/api/v1/auth/token/client", {"api_key": sandbox["api_key"]}
+        )["access_token"]
+        for _ in range(ORDERS_PER_OTHER):
+            client.json("POST", f"/{base}/api/v1/orders", {"item_id": 1001}, token)
+
+
+def target_sandbox(client: Client) -> tuple[str, str, str]:
+    """(base path, token, order id) of the sandbox the load goes to."""
+    body = {
+        "accounts": {
+            "accounts": [{"email": "load@example.com", "api_key": "ak_load", "balance": 10**12}]
+        }
+    }
+    sandbox = client.json("POST", "/_mock/sandboxes", body)
+    base = "/" + sandbox["base_url"].split("//", 1)[1].split("/", 1)[1]
+    token = client.json("POST", f"{base}/api/v1/auth/token/client", {"api_key": "ak_load"})
+    bearer = token["access_token"]
+    order = client.json("POST", f"{base}/api/v1/orders", {"item_id": 1001}, bearer)
+    return base, bearer, order["id"]
+
+
+def bench_creation(pin: Placement, accounts: Path, work: Path, others: int) -> dict:
+    server = start(pin, accounts, work, "sandbox-create")
+    try:
+        client = Client(server.url)
+        client.json("GET", "/_mock/health")
+        for _ in range(20):  # warm-up
+            client.json("POST", "/_mock/sandboxes", {})
+        times = []
+        for _ in range(200):
+            began = time.perf_counter()
+            client.json("POST", "/_mock/sandboxes", {})
+            times.append((time.perf_counter() - began) * 1000)
+        before = rss_kib(server.proc.pid)
+        for _ in range(others):
+            client.json("POST", "/_mock/sandboxes", {})
+        after = rss_kib(server.proc.pid)
+        client.close()
+    finally:
+        server.stop()
+    return {
+        "create_ms": statistics.median(times),
+        "create_p90_ms": statistics.quantiles(times, n=10)[-1],
+        "empty_kb": (after - before) / others,
+        "rss_before": before / 1024,
+        "rss_after": after / 1024,
+    }
+
+
+def bench_load(pin: Placement, params: WrkParams, accounts: Path, work: Path, others: int):
+    results: dict[str, dict[str, list[float]]] = {
+        "none": {"lookup": [], "create": []},
+        "others": {"lookup": [], "create": []},
+    }
+    for run in range(params.runs):
+        for config, count in (("none", 0), ("others", others)):
+            for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
+                server = start(pin, accounts, work, f"sandbox-{config}")
+                try:
+                    client = Client(server.url)
+                    populate(client, count)
+                    base, token, order_id = target_sandbox(client)
+                    client.close()
+                    path = f"{base}/api/v1/orders" + (
+                        f"/{order_id}" if endpoint == "lookup" else ""
+                    )
+                    env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}"}
+                    run_wrk(pin, params, server.url + path, script, env, params.warmup)
+                    env["BENCH_PREFIX"] = f"run{run}"
+                    measured = run_wrk(pin, params, server.url + path, script, env, params.duration)
+                finally:
+                    server.stop()
+                results[config][endpoint].append(measured.rps)
+                print(
+                    f"  {endpoint:6} with {count:5} other sandboxes, run {run + 1}: "
+                    f"{measured.rps:8.0f} req/s",
+                    file=sys.stderr,
+                )
+    return results
+
+
+def render(creation: dict, load: dict, others: int, pin: Placement) -> str:
+    def verdict(ok: bool) -> str:
+        return "**PASS**" if ok else "**FAIL**"
+
+    lines = [
+        "# Sandboxes at scale",
+        "",
+        "Written by `python bench/sandboxes.py` (see its docstring).",
+        "",
+        f"- **date**: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        f"- **placement**: {pin.note}",
+        f"- **other sandboxes**: {others}, {ORDERS_PER_OTHER} orders each",
+        "",
+        "| measure | value | bar | result |",
+        "|---|---|---|---|",
+        f"| create a sandbox over HTTP, median of 200 | {creation['create_ms']:.2f} ms "
+        f"(p90 {creation['create_p90_ms']:.2f}) | <= {BAR_CREATE_MS:g} ms | "
+        f"{verdict(creation['create_ms'] <= BAR_CREATE_MS)} |",
+        f"| RSS per empty sandbox ({others} created: {creation['rss_before']:.0f} -> "
+        f"{creation['rss_after']:.0f} MiB) | {creation['empty_kb']:.0f} KB | "
+        f"<= {BAR_EMPTY_KB:g} KB | {verdict(creation['empty_kb'] <= BAR_EMPTY_KB)} |",
+    ]
+    for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
+        alone = statistics.median(load["none"][endpoint])
+        crowded = statistics.median(load["others"][endpoint])
+        ratio = crowded / alone
+        lines.append(
+            f"| {title} in one sandbox (base URL), {others} others vs none: "
+            f"{crowded:,.0f} vs {alone:,.0f} req/s | {ratio:.2f}x | >= {BAR_RATIO}x | "
+            f"{verdict(ratio >= BAR_RATIO)} |"
+        )
+    lines += ["", "Every run (req/s):", ""]
+    for config in ("none", "others"):
+        for endpoint in ("lookup", "create"):
+            runs = ", ".join(f"{rps:,.0f}" for rps in load[config][endpoint])
+            lines.append(f"- {endpoint}, {config}: {runs}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--others", type=int, default=1000)
+    parser.add_argument("--duration", type=float, default=5)
+    parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    pin = placement()
+    params = WrkParams(1, args.connections, args.duration, args.warmup, args.runs)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        accounts = write_accounts(work / "accounts.yaml")
+        creation = bench_creation(pin, accounts, work, args.others)
+        load = bench_load(pin, params, accounts, work, args.others)
+    table = render(creation, load, args.others, pin)
+    print(table)
+    if not args.no_write:
+        (BENCH / "SANDBOXES.md").write_text(table, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
