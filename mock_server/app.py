@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
 from ssl import SSLContext
@@ -12,8 +13,8 @@ from aiohttp import web
 
 from . import openapi
 from .api import merchant
-from .api.jsonio import dumps
-from .api.merchant import SANDBOX, WEBHOOKS
+from .api.jsonio import OrderRenderings, dumps
+from .api.merchant import RENDERINGS, SANDBOX, WEBHOOKS
 from .api.middleware import make_middlewares
 from .api.routing import SANDBOXES, STATE_FILE, mirror_under_sandboxes
 from .clock import Clock
@@ -58,13 +59,17 @@ def create_app(
     app[SETTINGS] = settings
     # One context for every sandbox's sender: loading a trust store is not free.
     sender_ssl = webhook_ssl(settings.webhook_ca, insecure=settings.webhook_insecure)
-    default = make_sandbox(startup, clock=clock, webhook_ssl=sender_ssl)
+    # One cache of order renderings: the answer to a creation and its `order` event
+    # share one encoding.
+    renderings = app[RENDERINGS] = OrderRenderings()
+    events = functools.partial(EventHub, dumps, order_body=renderings.body)
+    default = make_sandbox(startup, clock=clock, webhook_ssl=sender_ssl, events=events())
     app[SANDBOX] = default
     app[WEBHOOKS] = default.webhooks
     app[SANDBOXES] = Sandboxes(
         default,
         make=lambda startup, sandbox_id: make_sandbox(
-            startup, namespace=sandbox_id, webhook_ssl=sender_ssl
+            startup, namespace=sandbox_id, webhook_ssl=sender_ssl, events=events()
         ),
         ttl=settings.sandbox_ttl,
         limit=settings.max_sandboxes,
@@ -96,11 +101,13 @@ def make_sandbox(
     clock: Clock | None = None,
     namespace: str = "",
     webhook_ssl: SSLContext | bool = True,
+    events: EventHub | None = None,
 ) -> Sandbox:
     """A sandbox wired to its own webhook sender (its own pooled HTTP client, so one
     sandbox's hanging receivers never hold another's deliveries); `webhook_ssl` is how
     it verifies `https://` receivers (`tls.webhook_ssl`)."""
-    sandbox = Sandbox(startup, clock=clock, namespace=namespace, events=EventHub(dumps))
+    events = events or EventHub(dumps)
+    sandbox = Sandbox(startup, clock=clock, namespace=namespace, events=events)
     sender = WebhookSender(sandbox, ssl=webhook_ssl)
     sandbox.webhooks = sender
     sandbox.settled_hooks.append(sender.order_settled)

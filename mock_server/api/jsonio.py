@@ -170,6 +170,12 @@ class OrderRenderings:
         self._bodies: dict[str, tuple[Any, int, bytes]] = {}
 
     def response(self, order: Any, status: int = 200) -> web.Response:
+        return web.Response(
+            body=self.body(order), status=status, content_type="application/json", charset="utf-8"
+        )
+
+    def body(self, order: Any) -> bytes:
+        """The order's JSON (also what the live stream's `order` events carry)."""
         cached = self._bodies.get(order.id)
         if cached is None or cached[0] is not order or cached[1] != order.version:
             if len(self._bodies) >= self.LIMIT:
@@ -179,6 +185,4 @@ class OrderRenderings:
             body = bytes(memoryview(dumps(order.to_json())))
             cached = (order, order.version, body)
             self._bodies[order.id] = cached
-        return web.Response(
-            body=cached[2], status=status, content_type="application/json", charset="utf-8"
-        )
+        return cached[2]

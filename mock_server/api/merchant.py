@@ -80,7 +80,8 @@ async def update_plant(request: web.Request) -> web.Response:
 
 
 def add_routes(app: web.Application) -> None:
-    app[RENDERINGS] = OrderRenderings()
+    if RENDERINGS not in app:  # create_app makes it first: the event stream uses it too
+        app[RENDERINGS] = OrderRenderings()
     for prefix in PREFIXES:
         app.router.add_post(f"{prefix}/auth/token/client", exchange_token)
         app.router.add_get(f"{prefix}/account/balance", read_balance)

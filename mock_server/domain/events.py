@@ -68,9 +68,18 @@ class Reader:
 
 
 class EventHub:
-    def __init__(self, encode: Encoder, limit: int = READER_BUFFER) -> None:
+    """`order_body` renders an order's JSON: the app passes its rendering cache, so an
+    order event and the answer that follows it share one encoding."""
+
+    def __init__(
+        self,
+        encode: Encoder,
+        limit: int = READER_BUFFER,
+        order_body: Callable[[Any], bytes] | None = None,
+    ) -> None:
         self._encode = encode
         self._limit = limit
+        self._order_body = order_body or (lambda order: encode(order.to_json()))
         self._readers: set[Reader] = set()
 
     @property
@@ -89,10 +98,23 @@ class EventHub:
     def frame(self, name: str, data: Any) -> bytes:
         return frame(self._encode, name, data)
 
+    def publish_order(self, order: Any) -> None:
+        """`order` with `{"order", "account_id"}`, built around the order's own JSON."""
+        if self._readers:
+            data = (
+                b'{"order":'
+                + self._order_body(order)
+                + b',"account_id":'
+                + self._encode(order.account_id)
+                + b"}"
+            )
+            self._push(b"event: order\ndata: " + data + b"\n\n")
+
     def publish(self, name: str, data: Any) -> None:
-        if not self._readers:
-            return
-        encoded = self.frame(name, data)
+        if self._readers:
+            self._push(self.frame(name, data))
+
+    def _push(self, encoded: bytes) -> None:
         for reader in list(self._readers):
             if not reader.push(encoded):
                 self._readers.discard(reader)

@@ -517,7 +517,7 @@ class Sandbox:
         if self.recorder is not None:
             self.recorder.order(self, order)
         if self.events.active:
-            self.events.publish("order", {"order": order.to_json(), "account_id": order.account_id})
+            self.events.publish_order(order)
 
     def delivery_changed(self, delivery: Delivery) -> None:
         if self.recorder is not None:
