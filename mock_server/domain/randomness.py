@@ -32,9 +32,9 @@ class Randomness:
     def skip(self, ids: int, tokens: int, codes: int) -> None:
         """Draw (and drop) what an earlier run drew, to continue its sequence."""
         for _ in range(ids):
-            self.uuid()
+            self._ids.getrandbits(128)  # an id's draw, without formatting it
         for _ in range(tokens):
-            self._secret()
+            self._tokens.getrandbits(256)
         for _ in range(codes):
             self._codes.getrandbits(75)  # a code's draw, without making the code
         self.drawn = {"ids": ids, "tokens": tokens, "codes": codes}

@@ -337,9 +337,18 @@ def _read_order(
     return order, doc.optional_number("due")
 
 
-_ORDER_STRINGS = ("id", "account_id", "email", "item_name", "scenario", "error")
-_ORDER_TEXT = ("error_message", "source")
+_ORDER_STRINGS = (
+    "id",
+    "account_id",
+    "email",
+    "item_name",
+    "scenario",
+    "error",
+    "error_message",
+    "source",
+)
 _ORDER_CENTS = ("unit_price", "price", "refund_amount")
+_MAX_CENTS = 10**15
 
 
 def _order_fast(
@@ -349,10 +358,13 @@ def _order_fast(
     100,000 orders and a restart must take seconds. None when any test fails (the slow
     reader then names the problem)."""
     try:
-        if not all(type(data[k]) is str for k in _ORDER_STRINGS + _ORDER_TEXT):
-            return None
-        if not all(type(data[k]) is int and 0 <= data[k] <= 10**15 for k in _ORDER_CENTS):
-            return None
+        for key in _ORDER_STRINGS:
+            if type(data[key]) is not str:
+                return None
+        for key in _ORDER_CENTS:
+            cents = data[key]
+            if type(cents) is not int or not 0 <= cents <= _MAX_CENTS:
+                return None
         account_id, name = data["account_id"], data["scenario"]
         scenario = scenarios.get(name)
         status, product_type = data["status"], data["product_type"]
@@ -384,11 +396,11 @@ def _order_fast(
         or not (reason is None or (type(reason) is list and len(reason) == 2))
     ):
         return None
-    flat: tuple[str | float, ...] = ()
+    flat: list[str | float] = []
     for step in history:
-        if type(step) is not list or len(step) != 2 or step[0] not in STATUSES:
+        if type(step) is not list or len(step) != 2 or step[0] not in _STATUS_OF:
             return None
-        flat += (STATUSES[STATUSES.index(step[0])], float(step[1]))
+        flat += (_STATUS_OF[step[0]], float(step[1]))
     order = Order(
         id=data["id"],
         account_id=intern(account_id),
@@ -403,7 +415,7 @@ def _order_fast(
         merchant_order_id=ref,
         created_at=float(created),
         scenario=scenario,
-        status=intern(status),
+        status=_STATUS_OF[status],
         delivered_quantity=delivered,
         refund_amount=data["refund_amount"],
         error=intern(data["error"]),
@@ -411,12 +423,16 @@ def _order_fast(
         codes=tuple(str(c) for c in codes),
         completed_at=None if completed is None else float(completed),
         source=intern(data["source"]),
-        history=flat,
+        history=tuple(flat),
         next_step=next_step,
         expected_code=expected,
         scenario_reason=selection.reason(str(reason[0]), str(reason[1])) if reason else None,
     )
     return order, None if due is None else float(due)
+
+
+#: Each status as the program's own string (shared by every restored order).
+_STATUS_OF = {status: status for status in STATUSES}
 
 
 def _read_delivery(doc: _Reader, state: State) -> Delivery:
