@@ -127,9 +127,13 @@ class StateFile:
                 f"{self.path}: not a usable state file ({exc}): move it away (or delete "
                 "it) to start fresh"
             ) from exc
+        saved_rows = {
+            table: self._by_sandbox(table) for table in ("orders", "deliveries", "tokens")
+        }
         for sandbox_id, entry_json, rest_json in rows:
             try:
-                document = self._document(sandbox_id, orjson.loads(rest_json))
+                own = {table: found.get(sandbox_id, []) for table, found in saved_rows.items()}
+                document = self._document(sandbox_id, orjson.loads(rest_json), own)
                 entry = orjson.loads(entry_json)
                 if sandbox_id == DEFAULT_ID:
                     sandbox = sandboxes.default.sandbox
@@ -156,11 +160,19 @@ class StateFile:
         sandboxes.observers.append(self)
         self.flush()
 
-    def _document(self, sandbox_id: str, rest: dict[str, Any]) -> dict[str, Any]:
-        def docs(table: str) -> list[Any]:
-            query = f"SELECT doc FROM {table} WHERE sandbox = ? ORDER BY rowid"  # noqa: S608
-            return [orjson.loads(r[0]) for r in self._db.execute(query, (sandbox_id,))]
+    def _by_sandbox(self, table: str) -> dict[str, list[str]]:
+        """Every row's JSON of `table`, by sandbox, in the order written. One scan in
+        rowid order: filtering by sandbox first made SQLite sort 100,000 rows (2 s)."""
+        column = "row" if table == "tokens" else "doc"
+        found: dict[str, list[str]] = {}
+        query = f"SELECT sandbox, {column} FROM {table} ORDER BY rowid"  # noqa: S608
+        for sandbox_id, text in self._db.execute(query):
+            found.setdefault(sandbox_id, []).append(text)
+        return found
 
+    def _document(
+        self, sandbox_id: str, rest: dict[str, Any], rows: dict[str, list[str]]
+    ) -> dict[str, Any]:
         ledger: dict[str, list[Any]] = {account["id"]: [] for account in rest["accounts"]}
         # Columns, not JSON: two entries an order, read back without parsing.
         for account, *row in self._db.execute(
@@ -169,18 +181,13 @@ class StateFile:
             (sandbox_id,),
         ):
             ledger.setdefault(account, []).append(row)
-        tokens = [
-            orjson.loads(r[0])
-            for r in self._db.execute(
-                "SELECT row FROM tokens WHERE sandbox = ? ORDER BY rowid", (sandbox_id,)
-            )
-        ]
         now = rest["clock"]["now"]
+        tokens = [token for token in map(orjson.loads, rows["tokens"]) if token[3] > now]
         return rest | {
-            "orders": docs("orders"),
-            "deliveries": docs("deliveries"),
+            "orders": [orjson.loads(text) for text in rows["orders"]],
+            "deliveries": [orjson.loads(text) for text in rows["deliveries"]],
             "ledger": ledger,
-            "tokens": [t for t in tokens if t[3] > now],
+            "tokens": tokens,
         }
 
     # -- what changed (Sandbox.recorder, Sandboxes observer) ----------------------------
