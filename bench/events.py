@@ -12,16 +12,15 @@ load generator's core. Writes the table to `bench/EVENTS.md` unless `--no-write`
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 
+import side
+
 from bench import (
-    BENCH,
     PYTHON,
     Client,
     Placement,
@@ -109,14 +108,7 @@ def bench(pin: Placement, params: WrkParams, accounts: Path, work: Path, count: 
 
 
 def render(results: dict, count: int, pin: Placement) -> str:
-    lines = [
-        "# Live dashboards and the merchant API",
-        "",
-        "Written by `python bench/events.py` (see its docstring).",
-        "",
-        f"- **date**: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- **placement**: {pin.note}",
-        "",
+    lines = side.header("Live dashboards and the merchant API", "events.py", pin) + [
         "| measure | with readers | none | ratio | bar | result |",
         "|---|---|---|---|---|---|",
     ]
@@ -124,10 +116,9 @@ def render(results: dict, count: int, pin: Placement) -> str:
         with_readers = statistics.median(results[count][endpoint])
         alone = statistics.median(results[0][endpoint])
         ratio = with_readers / alone
-        verdict = "**PASS**" if ratio >= BAR else "**FAIL**"
         lines.append(
             f"| {title}, {count} event-stream readers: req/s | {with_readers:,.0f} | "
-            f"{alone:,.0f} | {ratio:.2f}x | >= {BAR}x | {verdict} |"
+            f"{alone:,.0f} | {ratio:.2f}x | >= {BAR}x | {side.verdict(ratio >= BAR)} |"
         )
     lines += ["", "Every run (req/s):", ""]
     for n in (0, count):
@@ -138,24 +129,16 @@ def render(results: dict, count: int, pin: Placement) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = side.arguments(__doc__)
     parser.add_argument("--readers", type=int, default=5)
-    parser.add_argument("--duration", type=float, default=5)
-    parser.add_argument("--warmup", type=float, default=2)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     pin = placement()
-    params = WrkParams(1, args.connections, args.duration, args.warmup, args.runs)
+    params = side.wrk_params(args)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         accounts = write_accounts(work / "accounts.yaml")
         results = bench(pin, params, accounts, work, args.readers)
-    table = render(results, args.readers, pin)
-    print(table)
-    if not args.no_write:
-        (BENCH / "EVENTS.md").write_text(table, encoding="utf-8")
+    side.publish(render(results, args.readers, pin), "EVENTS.md", args)
     return 0
 
 

@@ -20,16 +20,15 @@ Placement as in bench.py (server on CPU 0, wrk on CPU 1). Writes the table to
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
+import side
+
 from bench import (
-    BENCH,
     Client,
     Placement,
     Server,
@@ -145,26 +144,16 @@ def bench_load(pin: Placement, params: WrkParams, accounts: Path, work: Path, ot
 
 
 def render(creation: dict, load: dict, others: int, pin: Placement) -> str:
-    def verdict(ok: bool) -> str:
-        return "**PASS**" if ok else "**FAIL**"
-
-    lines = [
-        "# Sandboxes at scale",
-        "",
-        "Written by `python bench/sandboxes.py` (see its docstring).",
-        "",
-        f"- **date**: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- **placement**: {pin.note}",
-        f"- **other sandboxes**: {others}, {ORDERS_PER_OTHER} orders each",
-        "",
+    facts = f"**other sandboxes**: {others}, {ORDERS_PER_OTHER} orders each"
+    lines = side.header("Sandboxes at scale", "sandboxes.py", pin, facts) + [
         "| measure | value | bar | result |",
         "|---|---|---|---|",
         f"| create a sandbox over HTTP, median of 200 | {creation['create_ms']:.2f} ms "
         f"(p90 {creation['create_p90_ms']:.2f}) | <= {BAR_CREATE_MS:g} ms | "
-        f"{verdict(creation['create_ms'] <= BAR_CREATE_MS)} |",
+        f"{side.verdict(creation['create_ms'] <= BAR_CREATE_MS)} |",
         f"| RSS per empty sandbox ({others} created: {creation['rss_before']:.0f} -> "
         f"{creation['rss_after']:.0f} MiB) | {creation['empty_kb']:.0f} KB | "
-        f"<= {BAR_EMPTY_KB:g} KB | {verdict(creation['empty_kb'] <= BAR_EMPTY_KB)} |",
+        f"<= {BAR_EMPTY_KB:g} KB | {side.verdict(creation['empty_kb'] <= BAR_EMPTY_KB)} |",
     ]
     for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
         alone = statistics.median(load["none"][endpoint])
@@ -173,7 +162,7 @@ def render(creation: dict, load: dict, others: int, pin: Placement) -> str:
         lines.append(
             f"| {title} in one sandbox (base URL), {others} others vs none: "
             f"{crowded:,.0f} vs {alone:,.0f} req/s | {ratio:.2f}x | >= {BAR_RATIO}x | "
-            f"{verdict(ratio >= BAR_RATIO)} |"
+            f"{side.verdict(ratio >= BAR_RATIO)} |"
         )
     lines += ["", "Every run (req/s):", ""]
     for config in ("none", "others"):
@@ -184,25 +173,17 @@ def render(creation: dict, load: dict, others: int, pin: Placement) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = side.arguments(__doc__)
     parser.add_argument("--others", type=int, default=1000)
-    parser.add_argument("--duration", type=float, default=5)
-    parser.add_argument("--warmup", type=float, default=2)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     pin = placement()
-    params = WrkParams(1, args.connections, args.duration, args.warmup, args.runs)
+    params = side.wrk_params(args)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         accounts = write_accounts(work / "accounts.yaml")
         creation = bench_creation(pin, accounts, work, args.others)
         load = bench_load(pin, params, accounts, work, args.others)
-    table = render(creation, load, args.others, pin)
-    print(table)
-    if not args.no_write:
-        (BENCH / "SANDBOXES.md").write_text(table, encoding="utf-8")
+    side.publish(render(creation, load, args.others, pin), "SANDBOXES.md", args)
     return 0
 
 

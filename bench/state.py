@@ -16,19 +16,17 @@ Writes the table to `bench/STATE.md` unless `--no-write`.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import aiohttp
+import side
 
 from bench import (
-    BENCH,
     Client,
     Placement,
     Server,
@@ -102,16 +100,11 @@ def fill(url: str, orders: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = side.arguments(__doc__)
     parser.add_argument("--orders", type=int, default=100_000)
-    parser.add_argument("--duration", type=float, default=5)
-    parser.add_argument("--warmup", type=float, default=2)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     pin = placement()
-    params = WrkParams(1, args.connections, args.duration, args.warmup, args.runs)
+    params = side.wrk_params(args)
     rows: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -144,25 +137,12 @@ def main() -> int:
             total = Client(client.url).json("GET", "/_mock/orders?limit=0")["total"]
         finally:
             client.stop()
-    table = render(rows, restarts, args.orders, total, filled, size, pin)
-    print(table)
-    if not args.no_write:
-        (BENCH / "STATE.md").write_text(table, encoding="utf-8")
+    side.publish(render(rows, restarts, args.orders, total, filled, size, pin), "STATE.md", args)
     return 0
 
 
 def render(rows, restarts, orders, total, filled, size, pin) -> str:
-    def verdict(ok: bool) -> str:
-        return "**PASS**" if ok else "**FAIL**"
-
-    lines = [
-        "# State file and HTTPS",
-        "",
-        "Written by `python bench/state.py` (see its docstring).",
-        "",
-        f"- **date**: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        f"- **placement**: {pin.note}",
-        "",
+    lines = side.header("State file and HTTPS", "state.py", pin) + [
         "| measure | value | reference | ratio | bar | result |",
         "|---|---|---|---|---|---|",
     ]
@@ -173,19 +153,20 @@ def render(rows, restarts, orders, total, filled, size, pin) -> str:
         bar = BARS[endpoint]
         lines.append(
             f"| {title} with `--state`, req/s | {with_state:,.0f} | {without:,.0f} without | "
-            f"{ratio:.2f}x | >= {bar}x | {verdict(ratio >= bar)} |"
+            f"{ratio:.2f}x | >= {bar}x | {side.verdict(ratio >= bar)} |"
         )
     restart = statistics.median(restarts)
     lines.append(
         f"| restart with {total:,} orders in the file ({size:.0f} MiB) to first answer | "
         f"{restart:.2f} s | | | <= {BARS['restart_s']:g} s | "
-        f"{verdict(restart <= BARS['restart_s'] and total == orders)} |"
+        f"{side.verdict(restart <= BARS['restart_s'] and total == orders)} |"
     )
     https = statistics.median(rows["https"]["https"])
     http = statistics.median(rows["https"]["http"])
+    ratio = https / http
     lines.append(
         f"| order lookup over HTTPS (keep-alive), req/s | {https:,.0f} | {http:,.0f} over HTTP "
-        f"| {https / http:.2f}x | >= {BARS['https']}x | {verdict(https / http >= BARS['https'])} |"
+        f"| {ratio:.2f}x | >= {BARS['https']}x | {side.verdict(ratio >= BARS['https'])} |"
     )
     lines += [
         "",
