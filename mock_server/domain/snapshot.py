@@ -12,7 +12,7 @@ live event readers are not state: they start empty.
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from sys import intern
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from . import selection
 from .accounts import Account
 from .catalog import parse_catalog
 from .deliveries import Attempt, Delivery
+from .document_reader import Reader, fixed_list
 from .faults import Faults
 from .orders import PENDING_WEBHOOK, STATUSES, Order
 from .plants import PLANT_STATUSES, Plants
@@ -181,7 +182,7 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     naming the first problem). Nothing of `sandbox` changes here: see `Sandbox.adopt`."""
     from .sandbox import QueuedScenario
 
-    doc = _Reader(migrate(document), "state")
+    doc = Reader(migrate(document), "state")
     built = Restored()
     built.seed = doc.integer("seed", 0, MAX_SEED)
     clock_doc = doc.child("clock")
@@ -208,12 +209,12 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     for account_doc in doc.items("accounts"):
         state.add_account(_read_account(account_doc))
     ledger = doc.child("ledger")
-    for account_id in ledger.keys():  # noqa: SIM118 - a _Reader, not a dict
+    for account_id in ledger.keys():  # noqa: SIM118 - a Reader, not a dict
         if account_id not in state.accounts:
             raise validation_error(f"state: ledger: no account {account_id}")
         state.ledger.restore(account_id, _ledger_rows(ledger.list(account_id), account_id))
     for index, row in enumerate(doc.list("tokens")):
-        token, account_id, api_key, expires_at = _row(row, 4, f"state: tokens[{index}]")
+        token, account_id, api_key, expires_at = fixed_list(row, 4, f"state: tokens[{index}]")
         if account_id not in state.accounts:
             raise validation_error(f"state: tokens[{index}]: no account {account_id}")
         state.tokens.restore(str(token), Grant(str(account_id), str(api_key), float(expires_at)))
@@ -225,7 +226,7 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     for index, data in enumerate(doc.list("orders")):
         read = _order_fast(data, state, scenarios)
         if read is None:  # something is off: read it slowly, to name what
-            read = _read_order(_Reader(data, f"state.orders[{index}]"), state, scenarios)
+            read = _read_order(Reader(data, f"state.orders[{index}]"), state, scenarios)
         order, due = read
         saved_webhooks.append((order, data.get("webhook"), f"state.orders[{index}]"))
         state.orders[order.id] = order
@@ -260,7 +261,7 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     return built
 
 
-def _read_account(doc: _Reader) -> Account:
+def _read_account(doc: Reader) -> Account:
     keys = [str(k) for k in doc.list("api_keys")]
     if not all(k.startswith("ak_") for k in keys):
         raise validation_error(f"{doc.where}: an API key starts with 'ak_'")
@@ -280,7 +281,8 @@ def _read_account(doc: _Reader) -> Account:
 def _ledger_rows(rows: list[Any], account_id: str) -> list[list[Any]]:
     checked = []
     for index, row in enumerate(rows):
-        kind, amount, after, order_id, at = _row(row, 5, f"state: ledger.{account_id}[{index}]")
+        where = f"state: ledger.{account_id}[{index}]"
+        kind, amount, after, order_id, at = fixed_list(row, 5, where)
         if kind not in ("charge", "refund", "adjustment") or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in (amount, after)
         ):
@@ -290,7 +292,7 @@ def _ledger_rows(rows: list[Any], account_id: str) -> list[list[Any]]:
 
 
 def _read_order(
-    doc: _Reader, state: State, scenarios: dict[str, Scenario]
+    doc: Reader, state: State, scenarios: dict[str, Scenario]
 ) -> tuple[Order, float | None]:
     account_id = doc.string("account_id")
     if account_id not in state.accounts:
@@ -301,11 +303,12 @@ def _read_order(
     history = doc.list("history")
     flat: tuple[str | float, ...] = ()
     for index, step in enumerate(history):
-        status, at = _row(step, 2, f"{doc.where}.history[{index}]")
+        status, at = fixed_list(step, 2, f"{doc.where}.history[{index}]")
         if status not in STATUSES:
             raise validation_error(f"{doc.where}.history[{index}]: unknown status {status!r}")
         flat += (status, float(at))
     reason = doc.data.get("reason")
+    reason = fixed_list(reason, 2, f"{doc.where}.reason") if reason else None
     # Strings most orders share are kept once, as they were before the state was saved.
     order = Order(
         id=doc.string("id"),
@@ -332,7 +335,7 @@ def _read_order(
         history=flat,
         next_step=doc.integer("next_step", 0, len(scenarios[name].steps)),
         expected_code=doc.optional_string("expected_code"),
-        scenario_reason=selection.reason(*map(str, _row(reason, 2, doc.where))) if reason else None,
+        scenario_reason=selection.reason(str(reason[0]), str(reason[1])) if reason else None,
     )
     return order, doc.optional_number("due")
 
@@ -435,13 +438,13 @@ def _order_fast(
 _STATUS_OF = {status: status for status in STATUSES}
 
 
-def _read_delivery(doc: _Reader, state: State) -> Delivery:
+def _read_delivery(doc: Reader, state: State) -> Delivery:
     order = state.orders.get(doc.string("order_id"))
     if order is None:
         raise validation_error(f"{doc.where}: no order {doc.data.get('order_id')}")
     attempts = []
     for index, row in enumerate(doc.list("attempts")):
-        at, code, error, duration, manual = _row(row, 5, f"{doc.where}.attempts[{index}]")
+        at, code, error, duration, manual = fixed_list(row, 5, f"{doc.where}.attempts[{index}]")
         attempts.append(Attempt(float(at), code, error, float(duration), bool(manual)))
     return Delivery(
         id=doc.string("id"),
@@ -468,91 +471,3 @@ def _link_webhooks(saved_webhooks: list[tuple[Order, Any, str]], state: State) -
             order.webhook = state.deliveries[saved["delivery"]]
         else:
             raise validation_error(f"{where}.webhook: not a view or a known delivery")
-
-
-def _row(value: Any, size: int, where: str) -> list[Any]:
-    if not isinstance(value, list) or len(value) != size:
-        raise validation_error(f"{where}: expected a list of {size} values")
-    return value
-
-
-class _Reader:
-    """Typed access to one object of the document; problems name where they are."""
-
-    def __init__(self, data: Any, where: str) -> None:
-        if not isinstance(data, dict):
-            raise validation_error(f"{where}: expected an object")
-        self.data, self.where = data, where
-
-    def _get(self, key: str) -> Any:
-        if key not in self.data:
-            raise validation_error(f"{self.where}: {key!r} is missing")
-        return self.data[key]
-
-    def _bad(self, key: str, wanted: str) -> Exception:
-        return validation_error(f"{self.where}.{key}: expected {wanted}, got {self.data[key]!r}")
-
-    def keys(self) -> list[str]:
-        return list(self.data)
-
-    def child(self, key: str) -> _Reader:
-        return _Reader(self._get(key), f"{self.where}.{key}")
-
-    def list(self, key: str) -> list[Any]:
-        value = self._get(key)
-        if not isinstance(value, list):
-            raise self._bad(key, "a list")
-        return value
-
-    def items(self, key: str) -> list[_Reader]:
-        return [_Reader(v, f"{self.where}.{key}[{i}]") for i, v in enumerate(self.list(key))]
-
-    def string(self, key: str) -> str:
-        value = self._get(key)
-        if not isinstance(value, str):
-            raise self._bad(key, "a string")
-        return value
-
-    def optional_string(self, key: str) -> str | None:
-        return None if self.data.get(key) is None else self.string(key)
-
-    def boolean(self, key: str) -> bool:
-        value = self._get(key)
-        if not isinstance(value, bool):
-            raise self._bad(key, "true or false")
-        return value
-
-    def integer(self, key: str, low: int, high: int) -> int:
-        value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise self._bad(key, f"an integer {low}..{high}")
-        return value
-
-    def number(self, key: str, minimum: float | None = None, exclusive: bool = False) -> float:
-        value = self._get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._bad(key, "a number")
-        if minimum is not None and (value <= minimum if exclusive else value < minimum):
-            raise self._bad(key, f"a number {'>' if exclusive else '>='} {minimum}")
-        return float(value)
-
-    def optional_number(self, key: str) -> float | None:
-        return None if self.data.get(key) is None else self.number(key)
-
-    def choice(self, key: str, allowed: tuple[str, ...]) -> str:
-        """One of `allowed`: the program's own string, shared, not the document's copy."""
-        value = self._get(key)
-        if value not in allowed:
-            raise self._bad(key, f"one of {', '.join(allowed)}")
-        return allowed[allowed.index(value)]
-
-    def quantity(self, key: str) -> int | Decimal:
-        value = self._get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            try:
-                return Decimal(value)
-            except InvalidOperation:
-                pass
-        raise self._bad(key, "an integer or a decimal string")
