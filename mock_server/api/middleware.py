@@ -36,7 +36,6 @@ from .routing import (
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-REFUSAL = web.RequestKey("refusal", object)
 
 CONTROL_PREFIX = "/_mock"
 NOT_MERCHANT_PREFIXES = (CONTROL_PREFIX, "/openapi.json", "/docs")
@@ -137,7 +136,6 @@ def _failure(request: web.Request, exc: Exception, max_body: int) -> web.StreamR
     """The answer to what a handler raised: the spec's envelope for domain errors and
     aiohttp's own HTTP errors, 499 for a client that left, 500 for anything else."""
     if isinstance(exc, ApiError | TokenError):
-        request[REFUSAL] = exc  # for coverage, which counts refusals by cause
         return _refusal(exc)
     if isinstance(exc, web.HTTPRequestEntityTooLarge):
         error = payload_too_large(max_body)
@@ -183,7 +181,7 @@ async def _merchant_call(
         try:
             response = await handler(request)
         except (ApiError, TokenError) as error:
-            refusal = request[REFUSAL] = error  # for coverage, which counts refusals by cause
+            refusal = error  # coverage counts refusals by cause
             response = _refusal(error)
         except Exception as exc:  # noqa: BLE001 - rendered (or re-raised) by _failure
             response = _failure(request, exc, max_body)
