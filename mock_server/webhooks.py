@@ -179,6 +179,12 @@ class WebhookSender:
                     return response.status, None
         except TimeoutError:
             return None, f"no complete answer within {ATTEMPT_TIMEOUT:g} s"
+        except aiohttp.ClientConnectorCertificateError as exc:
+            # Says what to do, not only what failed: a test receiver's CA is not trusted.
+            return None, (
+                f"{type(exc).__name__}: {exc}; trust the receiver's CA with --webhook-ca "
+                "(or turn verification off with --webhook-insecure)"
+            )
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             return None, f"{type(exc).__name__}: {exc}".rstrip(": ")
 

@@ -371,6 +371,7 @@ async def test_https_receiver_with_an_untrusted_certificate_records_a_certificat
     assert attempt["status_code"] is None
     assert "certificate" in attempt["error"].lower(), attempt
     assert "CERTIFICATE_VERIFY_FAILED" in attempt["error"], attempt
+    assert "--webhook-ca" in attempt["error"], attempt  # and what to do about it
     assert delivery["status"] == "retrying"
     assert https_receiver.bodies == []
 
