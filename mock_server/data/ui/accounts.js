@@ -8,10 +8,10 @@ import {
   errorText,
   facts,
   field,
+  ledgerRow,
   money,
   notice,
   replaceChildren,
-  shortId,
   table,
 } from "./dom.js";
 import * as store from "./store.js";
@@ -162,19 +162,7 @@ function keysPanel(account, reload) {
 function ledgerPanel(ledger) {
   const entries = ledger.entries.slice(-LEDGER_ROWS).reverse();
   const { node, tbody } = table("Ledger, newest first", ["Kind", "Amount", "Balance after", "Order", "At"], "ledger");
-  tbody.append(
-    ...entries.map((entry) =>
-      el(
-        "tr",
-        {},
-        el("td", { text: entry.kind }),
-        el("td", { class: "num", text: money(entry.amount) }),
-        el("td", { class: "num", text: money(entry.balance_after) }),
-        el("td", { class: "mono" }, entry.order_id ? el("a", { href: `#/orders/${entry.order_id}`, text: shortId(entry.order_id) }) : "—"),
-        el("td", { text: entry.at }),
-      ),
-    ),
-  );
+  tbody.append(...entries.map((entry) => ledgerRow(entry, true)));
   const conserved = el("span", {
     id: "ledger-conserved",
     class: ledger.conserved ? "badge badge-completed" : "badge badge-failed",

@@ -162,3 +162,21 @@ export function field(id, label, control, hint) {
     hint ? el("span", { class: "hint", text: hint }) : null,
   );
 }
+
+/** One ledger entry as a table row; `withOrder` adds the order column (an account's
+ * ledger shows it, an order's own entries need not). */
+export function ledgerRow(entry, withOrder) {
+  const order = entry.order_id
+    ? el("a", { href: `#/orders/${entry.order_id}`, text: shortId(entry.order_id) })
+    : "—";
+  return el(
+    "tr",
+    {},
+    el("td", { text: entry.kind }),
+    el("td", { class: "num", text: money(entry.amount) }),
+    el("td", { class: "num", text: money(entry.balance_after) }),
+    withOrder ? el("td", { class: "mono" }, order) : null,
+    el("td", { text: entry.at }),
+  );
+}
+

@@ -11,6 +11,7 @@ import {
   facts,
   field,
   humanSeconds,
+  ledgerRow,
   money,
   notice,
   pretty,
@@ -120,18 +121,7 @@ async function renderLedger(section, accountId, orderId) {
   const ledger = await get(`/_mock/accounts/${encodeURIComponent(accountId)}/ledger${query}`);
   const entries = ledger.entries;
   const { node, tbody } = table("Ledger entries of this order", ["Kind", "Amount", "Balance after", "At"]);
-  tbody.append(
-    ...entries.map((entry) =>
-      el(
-        "tr",
-        {},
-        el("td", { text: entry.kind }),
-        el("td", { class: "num", text: money(entry.amount) }),
-        el("td", { class: "num", text: money(entry.balance_after) }),
-        el("td", { text: entry.at }),
-      ),
-    ),
-  );
+  tbody.append(...entries.map((entry) => ledgerRow(entry, false)));
   replaceChildren(
     section,
     el("h3", { id: "order-ledger-title", text: "Ledger" }),
