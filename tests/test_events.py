@@ -118,6 +118,22 @@ async def test_each_sandbox_streams_its_own_events(client):
     own.close(), default.close()
 
 
+async def test_a_journal_event_is_the_entry_the_journal_shows(client, stream):
+    await next_event(stream)
+    merchant = await login(client)
+    body = '{"item_id": 1001, "merchant_order_id": "caf\u00e9 \\"quoted\\" \u2603"}'
+    response = await client.post(
+        "/api/v1/orders",
+        data=body.encode(),
+        headers={**merchant.auth, "Content-Type": "application/json"},
+    )
+    assert response.status == 201, await response.text()
+    streamed = [data for name, data in await events_until(stream, "journal", status=201)]
+    shown = (await (await client.get("/_mock/requests?limit=1")).json())["requests"][0]
+    assert streamed[-1] == shown
+    assert shown["body"] == body
+
+
 async def test_a_reader_that_falls_behind_gets_overflow_and_is_let_go(client):
     sandbox = client.app[SANDBOXES].default.sandbox
     sandbox.events = EventHub(dumps, limit=5)
@@ -152,11 +168,28 @@ def test_the_hub_drops_a_full_reader_and_keeps_the_others():
     hub = EventHub(dumps, limit=2)
     slow, fast = hub.subscribe(), hub.subscribe()
     hub.publish("clock", {"now": "a"})
-    fast._frames.clear()  # fast drains; slow does not
+    assert fast.take().startswith(b"event: clock")  # fast drains; slow does not
     hub.publish("clock", {"now": "b"})
-    fast._frames.clear()
+    fast.take()
     hub.publish("clock", {"now": "c"})
     assert slow.overflowed and not fast.overflowed
     assert hub.active
     hub.close()
     assert fast.closed and not hub.active
+
+
+def test_readers_at_their_own_pace_each_get_every_frame_once_in_order():
+    hub = EventHub(dumps, limit=3)
+    early = hub.subscribe()
+    hub.publish("clock", {"now": "1"})
+    late = hub.subscribe()  # sees only what comes after it
+    seen: dict[str, bytes] = {"early": early.take(), "late": b""}
+    for now in "2345":
+        hub.publish("clock", {"now": now})
+        seen["early"] += early.take()
+        if now in "35":
+            seen["late"] += late.take()
+    assert seen["early"] == b"".join(hub.frame("clock", {"now": n}) for n in "12345")
+    assert seen["late"] == b"".join(hub.frame("clock", {"now": n}) for n in "2345")
+    assert not (early.overflowed or late.overflowed)
+    assert early.take() == late.take() == b""

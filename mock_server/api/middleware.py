@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 from aiohttp import web
 
+from ..clock import iso
 from ..domain.coverage import PREFIXES as MERCHANT_PREFIXES
 from ..domain.coverage import Coverage
-from ..domain.journal import Call
+from ..domain.journal import body_text
 from ..domain.sandbox import Sandbox
 from ..domain.sandboxes import Sandboxes
 from ..errors import ApiError, TokenError, not_authenticated, payload_too_large
@@ -213,7 +214,7 @@ async def _merchant_call(
     status, at = response.status, sandbox.clock.now()
     sandbox.journal.record(method, path, status, body, at)
     if sandbox.events.active:
-        sandbox.events.publish("journal", Call.of(method, path, status, body, at).to_json())
+        sandbox.events.publish_journal(method, path, status, body_text(body), iso(at))
     return response
 
 

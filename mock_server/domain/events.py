@@ -1,11 +1,11 @@
 """The live event stream of one sandbox (DESIGN 13): what changed, for whoever listens.
 
-The sandbox publishes `order`, `delivery`, `clock`, `reset` and `journal` events; each
-reader of `GET /_mock/events` has its own bounded buffer of encoded frames. Publishing
-never waits on a reader: a frame is encoded once and appended to every buffer, and a
-reader whose buffer is full is marked overflowed, dropped from the hub and told so, so
-a slow or stalled dashboard never slows the merchant API. With no reader, publishing
-is one truth test.
+The sandbox publishes `order`, `delivery`, `clock`, `reset` and `journal` events; the
+readers of `GET /_mock/events` share one bounded log of encoded frames, each at its own
+place in it. Publishing never waits on a reader: a frame is encoded once and appended
+once, and a reader more than the bound behind is marked overflowed, dropped from the
+hub and told so, so a slow or stalled dashboard never slows the merchant API. With no
+reader, publishing is one truth test.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ Encoder = Callable[[Any], bytes]
 
 #: Frames a reader may have waiting before it is cut off with `overflow`.
 READER_BUFFER = 2000
+_JOURNAL_FRAME = (
+    b'event: journal\ndata: {"method":"%s","path":%s,"status":%d,"body":%s,"time":"%s"}\n\n'
+)
 
 
 def encode_json(data: Any) -> bytes:
@@ -32,43 +35,41 @@ def frame(encode: Encoder, name: str, data: Any) -> bytes:
 
 
 class Reader:
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._frames: list[bytes] = []
+    """One reader's place in its hub's log of frames."""
+
+    def __init__(self, hub: EventHub, position: int) -> None:
+        self._hub = hub
+        self.position = position  # the absolute index of the next frame it takes
         self._wakeup = asyncio.Event()
         self.overflowed = False
         self.closed = False
 
-    def push(self, data: bytes) -> bool:
-        """Queue a frame; False (and overflowed) when the buffer is already full."""
-        if len(self._frames) >= self._limit:
-            self.overflowed = True
-            self._frames.clear()
-            self._wakeup.set()
-            return False
-        self._frames.append(data)
-        self._wakeup.set()
-        return True
-
-    def close(self) -> None:
-        self.closed = True
-        self._wakeup.set()
+    def take(self) -> bytes:
+        """Every frame waiting for this reader, as one write (empty once overflowed)."""
+        return b"" if self.overflowed else self._hub.take(self)
 
     async def next_batch(self, timeout: float) -> bytes:
         """Every frame waiting, as one write (empty after `timeout` with nothing new,
         or once closed or overflowed)."""
-        if not self._frames and not (self.closed or self.overflowed):
+        if not (self._hub.waiting_for(self) or self.closed or self.overflowed):
+            self._wakeup.clear()
+            self._hub.sleeping(self)
             try:
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
             except TimeoutError:
                 return b""
-        self._wakeup.clear()
-        batch, self._frames = b"".join(self._frames), []
-        return batch
+        return self.take()
+
+    def wake(self) -> None:
+        self._wakeup.set()
 
 
 class EventHub:
-    """`order_body` renders an order's JSON: the app passes its rendering cache, so an
+    """One log of encoded frames shared by every reader, each at its own position: a
+    publish appends once and wakes only the readers asleep, whatever their number (a
+    buffer per reader cost each merchant call a microsecond per open dashboard).
+
+    `order_body` renders an order's JSON: the app passes its rendering cache, so an
     order event and the answer that follows it share one encoding."""
 
     def __init__(
@@ -81,6 +82,9 @@ class EventHub:
         self._limit = limit
         self._order_body = order_body or (lambda order: encode(order.to_json()))
         self._readers: set[Reader] = set()
+        self._asleep: list[Reader] = []
+        self._log: list[bytes] = []
+        self._first = 0  # the absolute index of `_log[0]`
 
     @property
     def active(self) -> bool:
@@ -88,12 +92,13 @@ class EventHub:
         return bool(self._readers)
 
     def subscribe(self) -> Reader:
-        reader = Reader(self._limit)
+        reader = Reader(self, self._first + len(self._log))
         self._readers.add(reader)
         return reader
 
     def unsubscribe(self, reader: Reader) -> None:
         self._readers.discard(reader)
+        self._trim()
 
     def frame(self, name: str, data: Any) -> bytes:
         return frame(self._encode, name, data)
@@ -110,17 +115,73 @@ class EventHub:
             )
             self._push(b"event: order\ndata: " + data + b"\n\n")
 
+    def publish_journal(self, method: str, path: str, status: int, body: str, time: str) -> None:
+        """`journal` with the call as the journal shows it (`journal.Call.to_json`),
+        encoded without building the object: every merchant call publishes one. The
+        method and the ISO time need no escaping."""
+        if self._readers:
+            encode = self._encode
+            self._push(
+                _JOURNAL_FRAME
+                % (method.encode(), encode(path), status, encode(body), time.encode())
+            )
+
     def publish(self, name: str, data: Any) -> None:
         if self._readers:
             self._push(self.frame(name, data))
 
     def _push(self, encoded: bytes) -> None:
+        log = self._log
+        log.append(encoded)
+        if len(log) > self._limit:
+            self._drop_laggards()
+        if self._asleep:
+            asleep, self._asleep = self._asleep, []
+            for reader in asleep:
+                reader.wake()
+
+    def _drop_laggards(self) -> None:
+        """Readers more than `limit` frames behind are overflowed and let go."""
+        end = self._first + len(self._log)
         for reader in list(self._readers):
-            if not reader.push(encoded):
+            if end - reader.position > self._limit:
+                reader.overflowed = True
                 self._readers.discard(reader)
+                reader.wake()
+        self._trim()
+
+    # -- what a reader calls ------------------------------------------------------------
+
+    def waiting_for(self, reader: Reader) -> bool:
+        return reader.position < self._first + len(self._log)
+
+    def sleeping(self, reader: Reader) -> None:
+        self._asleep.append(reader)
+
+    def take(self, reader: Reader) -> bytes:
+        if reader not in self._readers:  # closed, or let go
+            return b""
+        start = reader.position - self._first
+        batch = b"".join(self._log[start:])
+        reader.position = self._first + len(self._log)
+        self._trim()
+        return batch
+
+    def _trim(self) -> None:
+        """Forget the frames every reader has taken."""
+        if not self._readers:
+            self._first += len(self._log)
+            self._log.clear()
+            return
+        slowest = min(reader.position for reader in self._readers)
+        if slowest > self._first:
+            del self._log[: slowest - self._first]
+            self._first = slowest
 
     def close(self) -> None:
         """End every stream (the sandbox is going away, or the server is)."""
         for reader in self._readers:
-            reader.close()
+            reader.closed = True
+            reader.wake()
         self._readers.clear()
+        self._trim()

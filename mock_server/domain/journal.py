@@ -25,8 +25,7 @@ class Call:
     def of(cls, method: str, path: str, status: int, body: bytes, at: float) -> Call:
         """A call as the journal shows it: the body decoded (invalid UTF-8 replaced) and
         cut to MAX_BODY_CHARS characters."""
-        text = body[:MAX_BODY_BYTES].decode("utf-8", "replace")[:MAX_BODY_CHARS]
-        return cls(method, path, status, text, at)
+        return cls(method, path, status, body_text(body), at)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +35,10 @@ class Call:
             "body": self.body,
             "time": iso(self.at),
         }
+
+
+def body_text(body: bytes) -> str:
+    return body[:MAX_BODY_BYTES].decode("utf-8", "replace")[:MAX_BODY_CHARS]
 
 
 class Journal:
