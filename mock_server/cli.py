@@ -364,12 +364,15 @@ def _server_ssl(settings: Settings) -> ssl.SSLContext | None:
 
 def _settle_garbage_collector() -> None:
     """Everything built at start-up lives as long as the process: move it out of the
-    collector's way, and collect the young generation less often. Orders hold no
-    reference cycles, so refcounting frees them; without this, full collections over
-    100,000 live orders stalled order creation for up to 200 ms."""
+    collector's way. Then collect young objects often and in small steps: orders live
+    on, so each young collection's time is its survivors. A first generation of 50,000
+    (the earlier setting) paused a request for 5-7 ms per collection and would have
+    built a second generation whose collection took 100 ms; 2,000 and 5 keep each
+    pause near 1 ms at the same total cost (`bench/FINDINGS.md` section 7). Full
+    collections stay rare: orders hold no reference cycles, so refcounting frees them."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 50, 1000)
+    gc.set_threshold(2_000, 5, 1_000)
 
 
 def _url_host(host: str) -> str:
