@@ -364,13 +364,14 @@ def _server_ssl(settings: Settings) -> ssl.SSLContext | None:
 
 def _settle_garbage_collector() -> None:
     """Everything built at start-up lives as long as the process: move it out of the
-    collector's way. Then collect young objects often and in small steps: orders live
-    on, so each young collection's time is its survivors. A first generation of 50,000
-    (the earlier setting) paused a request for 5-7 ms per collection and would have
-    built a second generation whose collection took 100 ms; 2,000 and 5 keep each
-    pause near 1 ms at the same total cost (`bench/FINDINGS.md` section 7). Full
-    collections stay rare: orders hold no reference cycles, so refcounting frees them."""
-    gc.collect()
+    collector's way (frozen as it is: a collection first would find some 40 objects of
+    garbage and cost the start-up 15 ms). Then collect young objects often and in small
+    steps: orders live on, so each young collection's time is its survivors. A first
+    generation of 50,000 (the earlier setting) paused a request for 5-7 ms per
+    collection and would have built a second generation whose collection took 100 ms;
+    2,000 and 5 keep each pause near 1 ms at the same total cost (`bench/FINDINGS.md`
+    section 7). Full collections stay rare: orders hold no reference cycles, so
+    refcounting frees them."""
     gc.freeze()
     gc.set_threshold(2_000, 5, 1_000)
 

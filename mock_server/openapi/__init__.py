@@ -11,7 +11,18 @@ The page is three static files in `data/docs/`, served by the sandbox itself (no
 it must work offline). It reads this document and can send requests ("try it").
 """
 
-from .document import build_openapi
+from typing import Any
+
 from .serve import DOCUMENT_PATHS, add_routes, serve_docs_file, serve_openapi
 
 __all__ = ["DOCUMENT_PATHS", "add_routes", "build_openapi", "serve_docs_file", "serve_openapi"]
+
+
+def __getattr__(name: str) -> Any:
+    """`build_openapi` is imported when first asked for: the schemas' modules cost a
+    server's start-up 11 ms, and most runs never serve the document."""
+    if name == "build_openapi":
+        from .document import build_openapi
+
+        return build_openapi
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

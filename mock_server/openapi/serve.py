@@ -10,7 +10,6 @@ from importlib import resources
 from aiohttp import web
 
 from ..api.routing import inner_path
-from .document import build_openapi
 
 #: Served by the sandbox but not described in the document: the document and its page.
 DOCUMENT_PATHS = ("/openapi.json", "/docs", "/docs/app.js", "/docs/style.css")
@@ -18,6 +17,8 @@ DOCUMENT_PATHS = ("/openapi.json", "/docs", "/docs/app.js", "/docs/style.css")
 
 @functools.cache
 def _document_bytes() -> bytes:
+    from .document import build_openapi  # on first request: not a start-up cost
+
     return json.dumps(build_openapi(), indent=2, ensure_ascii=False).encode("utf-8")
 
 
