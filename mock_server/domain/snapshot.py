@@ -26,6 +26,7 @@ from .catalog import parse_catalog
 from .deliveries import Attempt, Delivery
 from .document_reader import Reader, fixed_list
 from .faults import Faults
+from .order_request import NO_FIELDS
 from .orders import PENDING_WEBHOOK, STATUSES, Order
 from .plants import PLANT_STATUSES, Plants
 from .randomness import MAX_SEED, Randomness
@@ -222,13 +223,13 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     for plant in plants:
         plant.choice("status", PLANT_STATUSES)
     state.plants = Plants.load([p.data for p in plants])
-    saved_webhooks: list[tuple[Order, Any, str]] = []
+    saved_webhooks: list[tuple[Order, Any, int]] = []
     for index, data in enumerate(doc.list("orders")):
         read = _order_fast(data, state, scenarios)
         if read is None:  # something is off: read it slowly, to name what
             read = _read_order(Reader(data, f"state.orders[{index}]"), state, scenarios)
         order, due = read
-        saved_webhooks.append((order, data.get("webhook"), f"state.orders[{index}]"))
+        saved_webhooks.append((order, data.get("webhook"), index))
         state.orders[order.id] = order
         if order.merchant_order_id is not None:
             refs = state.orders_by_merchant_ref.setdefault(order.account_id, {})
@@ -414,7 +415,8 @@ def _order_fast(
         quantity=quantity,
         unit_price=data["unit_price"],
         price=data["price"],
-        fields={str(k): str(v) for k, v in fields.items()},
+        # Shared when empty, as a new order's are (an empty dict per order is 64 bytes).
+        fields={str(k): str(v) for k, v in fields.items()} if fields else NO_FIELDS,
         merchant_order_id=ref,
         created_at=float(created),
         scenario=scenario,
@@ -423,13 +425,13 @@ def _order_fast(
         refund_amount=data["refund_amount"],
         error=intern(data["error"]),
         error_message=intern(data["error_message"]),
-        codes=tuple(str(c) for c in codes),
+        codes=tuple(map(str, codes)),
         completed_at=None if completed is None else float(completed),
         source=intern(data["source"]),
         history=tuple(flat),
         next_step=next_step,
         expected_code=expected,
-        scenario_reason=selection.reason(str(reason[0]), str(reason[1])) if reason else None,
+        scenario_reason=selection.reason(*map(str, reason)) if reason else None,
     )
     return order, None if due is None else float(due)
 
@@ -459,9 +461,10 @@ def _read_delivery(doc: Reader, state: State) -> Delivery:
     )
 
 
-def _link_webhooks(saved_webhooks: list[tuple[Order, Any, str]], state: State) -> None:
-    """An order's `webhook` is its pending view or its primary delivery."""
-    for order, saved, where in saved_webhooks:
+def _link_webhooks(saved_webhooks: list[tuple[Order, Any, int]], state: State) -> None:
+    """An order's `webhook` is its pending view or its primary delivery (each with its
+    index in `orders`, named only in an error)."""
+    for order, saved, index in saved_webhooks:
         if saved is None:
             order.webhook = None
         elif isinstance(saved, dict) and isinstance(saved.get("view"), dict):
@@ -470,4 +473,4 @@ def _link_webhooks(saved_webhooks: list[tuple[Order, Any, str]], state: State) -
         elif isinstance(saved, dict) and saved.get("delivery") in state.deliveries:
             order.webhook = state.deliveries[saved["delivery"]]
         else:
-            raise validation_error(f"{where}.webhook: not a view or a known delivery")
+            raise validation_error(f"state.orders[{index}].webhook: not a view or a known delivery")
