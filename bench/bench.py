@@ -535,7 +535,7 @@ class CpuWatch:
         self._wall = time.monotonic()
 
     def _our_cpu(self) -> float:
-        return _our_cpu() + sum(_process_cpu(pid) for pid in self._pids)
+        return _our_cpu() + sum(process_cpu(pid) for pid in self._pids)
 
     def other(self) -> tuple[float, float, float]:
         """(CPU-seconds of other work, of hypervisor steal, wall seconds) so far."""
@@ -556,7 +556,7 @@ class CpuWatch:
         return note
 
 
-def _process_cpu(pid: int) -> float:
+def process_cpu(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()

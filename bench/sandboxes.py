@@ -1,6 +1,6 @@
 """Sandboxes at scale (DESIGN 12, issue "many isolated sandboxes"): one command.
 
-    python bench/sandboxes.py [--others 1000] [--duration 5] [--runs 3] [--no-write]
+    python bench/sandboxes.py [--others 1000] [--duration 5] [--runs 5] [--no-write]
 
 Measures, against a server started as the CLI starts it (`--max-sandboxes` raised so
 the others fit):

@@ -1,6 +1,6 @@
 """The cost of `--state` and of HTTPS (DESIGN 14, issue "state ... and HTTPS").
 
-    python bench/state.py [--orders 100000] [--duration 5] [--runs 3] [--no-write]
+    python bench/state.py [--orders 100000] [--duration 5] [--runs 5] [--no-write]
 
 Against servers started as the CLI starts them, fresh for every run, alternating:
 
@@ -32,6 +32,7 @@ from bench import (
     Server,
     WrkParams,
     placement,
+    process_cpu,
     run_wrk,
     sandbox_argv,
     time_to_first_answer,
@@ -68,7 +69,10 @@ def wrk_once(pin: Placement, params: WrkParams, argv: list[str], work: Path, end
         env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm-{time.monotonic_ns()}"}
         run_wrk(pin, params, server.url + path, script, env, params.warmup)
         env["BENCH_PREFIX"] = f"run-{time.monotonic_ns()}"
-        return run_wrk(pin, params, server.url + path, script, env, params.duration).rps
+        before = process_cpu(server.proc.pid)
+        rps = run_wrk(pin, params, server.url + path, script, env, params.duration).rps
+        spent = process_cpu(server.proc.pid) - before
+        return rps, 1e6 * spent / (rps * params.duration)
     finally:
         server.stop()
 
@@ -106,6 +110,7 @@ def main() -> int:
     pin = placement()
     params = side.wrk_params(args)
     rows: dict[str, dict[str, list[float]]] = {}
+    cpu: dict[str, dict[str, list[float]]] = {}  # server CPU per request, us
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         accounts = write_accounts(work / "accounts.yaml")
@@ -114,13 +119,15 @@ def main() -> int:
             for endpoint in ("create", "lookup"):
                 state = ["--state", str(work / f"{endpoint}-{run}.db")]
                 for name, argv in (("without", plain), ("with --state", plain + state)):
-                    rps = wrk_once(pin, params, argv, work, endpoint)
+                    rps, us = wrk_once(pin, params, argv, work, endpoint)
                     rows.setdefault(endpoint, {}).setdefault(name, []).append(rps)
+                    cpu.setdefault(endpoint, {}).setdefault(name, []).append(us)
                     print(f"  {endpoint} {name} run {run + 1}: {rps:,.0f} req/s", file=sys.stderr)
             https = plain + ["--tls", "self-signed", "--tls-ca-out", str(work / "ca.pem")]
             for name, argv in (("http", plain), ("https", https)):
-                rps = wrk_once(pin, params, argv, work, "lookup")
+                rps, us = wrk_once(pin, params, argv, work, "lookup")
                 rows.setdefault("https", {}).setdefault(name, []).append(rps)
+                cpu.setdefault("https", {}).setdefault(name, []).append(us)
                 print(f"  lookup over {name} run {run + 1}: {rps:,.0f} req/s", file=sys.stderr)
         big = work / "big.db"
         server = Server(plain + ["--state", str(big)], "state-fill", work)
@@ -137,11 +144,12 @@ def main() -> int:
             total = Client(client.url).json("GET", "/_mock/orders?limit=0")["total"]
         finally:
             client.stop()
-    side.publish(render(rows, restarts, args.orders, total, filled, size, pin), "STATE.md", args)
+    table = render(rows, cpu, restarts, args.orders, total, filled, size, pin)
+    side.publish(table, "STATE.md", args)
     return 0
 
 
-def render(rows, restarts, orders, total, filled, size, pin) -> str:
+def render(rows, cpu, restarts, orders, total, filled, size, pin) -> str:
     lines = side.header("State file and HTTPS", "state.py", pin) + [
         "| measure | value | reference | ratio | bar | result |",
         "|---|---|---|---|---|---|",
@@ -168,17 +176,33 @@ def render(rows, restarts, orders, total, filled, size, pin) -> str:
         f"| order lookup over HTTPS (keep-alive), req/s | {https:,.0f} | {http:,.0f} over HTTP "
         f"| {ratio:.2f}x | >= {BARS['https']}x | {side.verdict(ratio >= BARS['https'])} |"
     )
+    for key, title, names in (
+        ("create", "order creation", ("with --state", "without")),
+        ("lookup", "order lookup", ("with --state", "without")),
+        ("https", "order lookup", ("https", "http")),
+    ):
+        used, reference = (statistics.median(cpu[key][name]) for name in names)
+        lines.append(
+            f"| {title} {names[0]}: server CPU per request, us (capacity ratio: "
+            f"{names[1]} / {names[0]}) | {used:.0f} | {reference:.0f} {names[1]} | "
+            f"{reference / used:.2f}x | | |"
+        )
     lines += [
+        "",
+        "Server CPU per request is user + system time of the server process over the "
+        "measured run (/proc/PID/stat): on a shared VM one run's rate moves by more than "
+        "the bars' margins, while CPU per request barely moves.",
         "",
         f"Filling the file took {filled:.0f} s ({orders:,} orders over HTTP, 16 at a time, "
         f"then one advance). Restarts (s): {', '.join(f'{r:.2f}' for r in restarts)}.",
         "",
-        "Every run (req/s):",
+        "Every run (req/s; server CPU per request, us):",
         "",
     ]
     for key, named in rows.items():
         for name, values in named.items():
-            lines.append(f"- {key}, {name}: {', '.join(f'{v:,.0f}' for v in values)}")
+            runs = zip(values, cpu[key][name], strict=True)
+            lines.append(f"- {key}, {name}: {', '.join(f'{v:,.0f} ({us:.0f})' for v, us in runs)}")
     return "\n".join(lines) + "\n"
 
 
