@@ -103,7 +103,7 @@ class WebhookSender:
         state = self._sandbox.state
         delivery = Delivery(state.randomness.uuid(), order, copy=copy)
         state.deliveries[delivery.id] = delivery
-        state.deliveries_by_order.setdefault(order.id, []).append(delivery)
+        state.deliveries_by_order.add(delivery)
         return delivery
 
     def _schedule(self, delivery: Delivery, at: float) -> None:

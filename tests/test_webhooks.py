@@ -234,6 +234,9 @@ async def test_duplicate_sends_identical_copies(hooked, receiver):
     assert len({e["body"] for e in receiver.events}) == 1
     assert len({e["headers"]["X-Webhook-Signature"] for e in receiver.events}) == 1
     assert json.loads(receiver.events[0]["body"])["order_id"] == order["id"]
+    listed = await _deliveries(hooked, order["id"])  # the event, then its copies, in order
+    assert [d["copy"] for d in listed] == [0, 1, 2]
+    assert {d["order_id"] for d in listed} == {order["id"]}
 
 
 async def test_dropped_event_never_arrives_but_order_reads_terminal(hooked, receiver):

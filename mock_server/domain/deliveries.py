@@ -162,3 +162,33 @@ def event_body(order: Order) -> bytes:
     view = order.to_json()
     event = {"order_id": order.id} | {key: view[key] for key in EVENT_FIELDS}
     return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+class ByOrder:
+    """Each order's deliveries, in the order they were made. Most orders have exactly
+    one: it is kept as itself, and a list only once a copy follows (a one-element list
+    per order cost ~90 bytes, 9 MB per 100,000 delivered webhooks)."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self) -> None:
+        self._of: dict[str, Delivery | list[Delivery]] = {}
+
+    def add(self, delivery: Delivery) -> None:
+        order_id = delivery.order.id
+        found = self._of.get(order_id)
+        if found is None:
+            self._of[order_id] = delivery
+        elif type(found) is list:
+            found.append(delivery)
+        else:
+            self._of[order_id] = [found, delivery]
+
+    def of(self, order_id: str) -> list[Delivery]:
+        found = self._of.get(order_id)
+        if found is None:
+            return []
+        return list(found) if type(found) is list else [found]
+
+    def clear(self) -> None:
+        self._of.clear()

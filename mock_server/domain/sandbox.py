@@ -555,7 +555,7 @@ class Sandbox:
     def deliveries(self, order_id: str | None = None) -> list[Delivery]:
         if order_id is None:
             return list(self.state.deliveries.values())
-        return list(self.state.deliveries_by_order.get(order_id, ()))
+        return self.state.deliveries_by_order.of(order_id)
 
     def find_delivery(self, delivery_id: str) -> Delivery:
         delivery = self.state.deliveries.get(delivery_id)

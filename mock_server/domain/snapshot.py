@@ -239,7 +239,7 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     for delivery_doc in doc.items("deliveries"):
         delivery = _read_delivery(delivery_doc, state)
         state.deliveries[delivery.id] = delivery
-        state.deliveries_by_order.setdefault(delivery.order_id, []).append(delivery)
+        state.deliveries_by_order.add(delivery)
     _link_webhooks(saved_webhooks, state)
     built.queue = []
     for entry in doc.items("queue"):

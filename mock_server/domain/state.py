@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..clock import Clock
 from .accounts import Account, AccountSpec
 from .catalog import Catalog
+from .deliveries import ByOrder
 from .ledger import Ledger
 from .plants import Plants
 from .randomness import Randomness
@@ -34,7 +35,7 @@ class State:
     tokens: Tokens = field(default_factory=Tokens)
     plants: Plants = field(default_factory=Plants)
     deliveries: dict[str, Delivery] = field(default_factory=dict)
-    deliveries_by_order: dict[str, list[Delivery]] = field(default_factory=dict)
+    deliveries_by_order: ByOrder = field(default_factory=ByOrder)
 
     @classmethod
     def build(
