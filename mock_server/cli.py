@@ -322,6 +322,9 @@ async def serve(settings: Settings, startup: StartupState) -> None:
         shutdown_timeout=0.5,
     )
     ssl_context = _server_ssl(settings)
+    # Start-up (a state file's restore above all) builds objects that live as long as
+    # the process and frees almost none: no cyclic collection until it is over.
+    gc.disable()
     await runner.setup()
     try:
         site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)
@@ -363,17 +366,18 @@ def _server_ssl(settings: Settings) -> ssl.SSLContext | None:
 
 
 def _settle_garbage_collector() -> None:
-    """Everything built at start-up lives as long as the process: move it out of the
-    collector's way (frozen as it is: a collection first would find some 40 objects of
-    garbage and cost the start-up 15 ms). Then collect young objects often and in small
-    steps: orders live on, so each young collection's time is its survivors. A first
-    generation of 50,000 (the earlier setting) paused a request for 5-7 ms per
-    collection and would have built a second generation whose collection took 100 ms;
-    2,000 and 5 keep each pause near 1 ms at the same total cost (`bench/FINDINGS.md`
-    section 7). Full collections stay rare: orders hold no reference cycles, so
-    refcounting frees them."""
+    """Everything built at start-up (a restored state included) lives as long as the
+    process: move it out of the collector's way, frozen as it is (a collection first
+    would find some 40 objects of garbage and cost 15 ms, 95 ms after restoring
+    100,000 orders). Then collect young objects often and in small steps: orders live
+    on, so each young collection's time is its survivors. A first generation of 50,000
+    (the earlier setting) paused a request for 5-7 ms per collection and would have
+    built a second generation whose collection took 100 ms; 2,000 and 5 keep each
+    pause near 1 ms at the same total cost (`bench/FINDINGS.md` section 7). Full
+    collections stay rare: orders hold no reference cycles, so refcounting frees them."""
     gc.freeze()
     gc.set_threshold(2_000, 5, 1_000)
+    gc.enable()
 
 
 def _url_host(host: str) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import gc
 import os
 import sqlite3
 from pathlib import Path
@@ -118,21 +117,9 @@ class StateFile:
             )
 
     def attach(self, sandboxes: Sandboxes) -> None:
-        """Bring every saved sandbox back into `sandboxes`, then keep the file current."""
-        # Restoring builds millions of objects and frees none: the cyclic collector's
-        # passes over them would be a third of a restart's time, and re-enabling it with
-        # all of them young would cost one 100 ms pass. They are frozen instead, as the
-        # CLI freezes everything else built at start-up.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            self._attach(sandboxes)
-        finally:
-            gc.freeze()
-            if collecting:
-                gc.enable()
-
-    def _attach(self, sandboxes: Sandboxes) -> None:
+        """Bring every saved sandbox back into `sandboxes`, then keep the file current.
+        (The CLI keeps the cyclic garbage collector off while this runs: restoring
+        builds millions of objects and frees none.)"""
         self._sandboxes = sandboxes
         try:
             rows = self._db.execute("SELECT id, entry, rest FROM sandboxes ORDER BY rowid")
