@@ -10,9 +10,9 @@ five readers, >= 0.9x the rate with none. The readers run in their own process o
 load generator's core. Writes the table to `bench/EVENTS.md` unless `--no-write`.
 
 Beside the rates, the server's own CPU time per request (user + system, from
-/proc/PID/stat over the measured run): on a shared VM the rate of one run moves by
-more than the 10% the bar allows, while CPU per request barely moves, so it shows
-what the readers cost the server when the rates disagree.
+/proc/PID/stat over the measured run): what the readers cost the server itself, seen
+apart from how much of the machine the load generator got. On a shared VM both move
+from run to run (neighbours' cache and memory traffic slow the server's own work too).
 """
 
 from __future__ import annotations

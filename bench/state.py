@@ -190,8 +190,9 @@ def render(rows, cpu, restarts, orders, total, filled, size, pin) -> str:
     lines += [
         "",
         "Server CPU per request is user + system time of the server process over the "
-        "measured run (/proc/PID/stat): on a shared VM one run's rate moves by more than "
-        "the bars' margins, while CPU per request barely moves.",
+        "measured run (/proc/PID/stat): what a feature costs the server itself, apart from "
+        "how much of the machine the load generator got. On a shared VM both move from run "
+        "to run.",
         "",
         f"Filling the file took {filled:.0f} s ({orders:,} orders over HTTP, 16 at a time, "
         f"then one advance). Restarts (s): {', '.join(f'{r:.2f}' for r in restarts)}.",
