@@ -5,9 +5,11 @@
 Order lookup and order creation with wrk against a server started as the CLI starts
 it, once with `--readers` clients reading `GET /_mock/events` (as open dashboards do:
 every merchant call is a `journal` event to each of them, every order change an `order`
-event) and once with none; fresh servers for every run, alternating, medians. Bar: with
-five readers, >= 0.9x the rate with none. The readers run in their own process on the
-load generator's core. Writes the table to `bench/EVENTS.md` unless `--no-write`.
+event) and without: each run starts one server per endpoint and measures it without
+readers and with them in ABBA order, so that every comparison is made within one
+process; medians over runs of the mean of each pair. Bar: with five readers, >= 0.9x
+the rate with none. The readers run in their own process on the load generator's
+core. Writes the table to `bench/EVENTS.md` unless `--no-write`.
 
 Beside the rates, the server's own CPU time per request (user + system, from
 /proc/PID/stat over the measured run): what the readers cost the server itself, seen
@@ -83,38 +85,55 @@ def prepare(client: Client) -> tuple[str, str]:
 
 
 def bench(pin: Placement, params: WrkParams, accounts: Path, work: Path, count: int):
-    results: dict[int, dict[str, list[float]]] = {0: {"lookup": [], "create": []}}
-    results[count] = {"lookup": [], "create": []}
+    """Per run and endpoint, one fresh server measured without readers and with them in
+    ABBA order (the order flips every run): a process's memory layout alone moves the
+    rate by up to 15% from one server to the next, and the state grows as the runs go."""
+    results: dict[int, dict[str, list[float]]] = {
+        n: {"lookup": [], "create": []} for n in (0, count)
+    }
     cpu: dict[int, dict[str, list[float]]] = {n: {"lookup": [], "create": []} for n in results}
     for run in range(params.runs):
-        for n in (0, count):
-            for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
-                server = Server(sandbox_argv(pin, accounts), f"events-{n}", work)
-                reading = None
-                try:
-                    client = Client(server.url)
-                    token, order_id = prepare(client)
-                    client.close()
+        order = (0, count, count, 0) if run % 2 == 0 else (count, 0, 0, count)
+        for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
+            server = Server(sandbox_argv(pin, accounts), f"events-{endpoint}", work)
+            rates: dict[int, list[float]] = {n: [] for n in results}
+            costs: dict[int, list[float]] = {n: [] for n in results}
+            try:
+                client = Client(server.url)
+                token, order_id = prepare(client)
+                client.close()
+                path = "/api/v1/orders" + (f"/{order_id}" if endpoint == "lookup" else "")
+                env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}"}
+                run_wrk(pin, params, server.url + path, script, env, params.warmup)
+                for leg, n in enumerate(order):
                     reading = readers(pin, server.url, n)
-                    path = "/api/v1/orders" + (f"/{order_id}" if endpoint == "lookup" else "")
-                    env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}-{n}"}
-                    run_wrk(pin, params, server.url + path, script, env, params.warmup)
-                    env["BENCH_PREFIX"] = f"run{run}-{n}"
-                    before = process_cpu(server.proc.pid)
-                    measured = run_wrk(pin, params, server.url + path, script, env, params.duration)
-                    spent = process_cpu(server.proc.pid) - before
-                finally:
-                    if reading is not None:
-                        reading.kill()
-                        reading.wait()
-                    server.stop()
-                results[n][endpoint].append(measured.rps)
-                cpu[n][endpoint].append(1e6 * spent / (measured.rps * params.duration))
-                print(
-                    f"  {endpoint:6} with {n} readers, run {run + 1}: {measured.rps:8.0f} req/s, "
-                    f"{cpu[n][endpoint][-1]:.0f} us of server CPU per request",
-                    file=sys.stderr,
-                )
+                    try:
+                        env["BENCH_PREFIX"] = f"run{run}-{leg}"
+                        before = process_cpu(server.proc.pid)
+                        measured = run_wrk(
+                            pin, params, server.url + path, script, env, params.duration
+                        )
+                        spent = process_cpu(server.proc.pid) - before
+                    finally:
+                        if reading is not None:
+                            reading.kill()
+                            reading.wait()
+                    rates[n].append(measured.rps)
+                    costs[n].append(1e6 * spent / (measured.rps * params.duration))
+            finally:
+                server.stop()
+            for n in results:
+                results[n][endpoint].append(statistics.mean(rates[n]))
+                cpu[n][endpoint].append(statistics.mean(costs[n]))
+            print(
+                f"  {endpoint:6} run {run + 1}: "
+                + ", ".join(
+                    f"{n} readers {results[n][endpoint][-1]:,.0f} req/s "
+                    f"({cpu[n][endpoint][-1]:.0f} us CPU/request)"
+                    for n in results
+                ),
+                file=sys.stderr,
+            )
     return results, cpu
 
 

@@ -19,9 +19,11 @@ from ..domain.events import READER_BUFFER
 
 KEEP_ALIVE_SECONDS = 15.0
 #: After a write, frames gather this long before the next one: under load a dashboard
-#: gets one write per 50 ms rather than one per merchant call (five open dashboards
-#: cost the merchant API a quarter of its rate when every event woke each of them).
-LINGER_SECONDS = 0.05
+#: gets one write per 0.2 s rather than one per merchant call (five open dashboards
+#: cost the merchant API a quarter of its rate when every event woke each of them, and
+#: 14-22% of it with a write every 50 ms; bench/EVENTS.md). The first event after a
+#: quiet spell goes out at once.
+LINGER_SECONDS = 0.2
 
 
 async def stream_events(request: web.Request) -> web.StreamResponse:
