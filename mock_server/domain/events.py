@@ -58,6 +58,8 @@ class Reader:
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
             except TimeoutError:
                 return b""
+            finally:
+                self._hub.awake(self)
         return self.take()
 
     def wake(self) -> None:
@@ -82,7 +84,7 @@ class EventHub:
         self._limit = limit
         self._order_body = order_body or (lambda order: encode(order.to_json()))
         self._readers: set[Reader] = set()
-        self._asleep: list[Reader] = []
+        self._asleep: set[Reader] = set()
         self._log: list[bytes] = []
         self._first = 0  # the absolute index of `_log[0]`
 
@@ -98,6 +100,7 @@ class EventHub:
 
     def unsubscribe(self, reader: Reader) -> None:
         self._readers.discard(reader)
+        self._asleep.discard(reader)
         self._trim()
 
     def frame(self, name: str, data: Any) -> bytes:
@@ -136,7 +139,7 @@ class EventHub:
         if len(log) > self._limit:
             self._drop_laggards()
         if self._asleep:
-            asleep, self._asleep = self._asleep, []
+            asleep, self._asleep = self._asleep, set()
             for reader in asleep:
                 reader.wake()
 
@@ -156,7 +159,10 @@ class EventHub:
         return reader.position < self._first + len(self._log)
 
     def sleeping(self, reader: Reader) -> None:
-        self._asleep.append(reader)
+        self._asleep.add(reader)
+
+    def awake(self, reader: Reader) -> None:
+        self._asleep.discard(reader)
 
     def take(self, reader: Reader) -> bytes:
         if reader not in self._readers:  # closed, or let go
@@ -184,4 +190,5 @@ class EventHub:
             reader.closed = True
             reader.wake()
         self._readers.clear()
+        self._asleep.clear()
         self._trim()
