@@ -374,7 +374,8 @@ def _settle_garbage_collector() -> None:
     (the earlier setting) paused a request for 5-7 ms per collection and would have
     built a second generation whose collection took 100 ms; 2,000 and 5 keep each
     pause near 1 ms at the same total cost (`bench/FINDINGS.md` section 7). Full
-    collections stay rare: orders hold no reference cycles, so refcounting frees them."""
+    collections stay rare: what a request allocates is almost all freed by reference
+    counting (an order and its delivery, which refer to each other, live on anyway)."""
     gc.freeze()
     gc.set_threshold(2_000, 5, 1_000)
     gc.enable()
