@@ -21,8 +21,8 @@ KEEP_ALIVE_SECONDS = 15.0
 #: After a write, frames gather this long before the next one: under load a dashboard
 #: gets one write per 0.2 s rather than one per merchant call (five open dashboards
 #: cost the merchant API a quarter of its rate when every event woke each of them, and
-#: 14-22% of it with a write every 50 ms; bench/EVENTS.md). The first event after a
-#: quiet spell goes out at once.
+#: 11% of lookups and 20% of creations with a write every 50 ms; bench/FINDINGS.md
+#: section 7). The first event after a quiet spell goes out at once.
 LINGER_SECONDS = 0.2
 
 
