@@ -225,13 +225,7 @@ class Sandbox:
                 "duplicate merchant_order_id",
             )
         queued = None if forced else self._queued_for(account)
-        if forced is not None:
-            scenario, why = forced, selection.by_header(forced.name)
-        elif queued is not None:
-            scenario = queued.scenario
-            why = selection.by_queue(scenario.name, queued.account_id, queued.remaining)
-        else:
-            scenario, why = selection.automatic(self.scenarios, _candidate(request))
+        scenario, why = self._choose(forced, queued, request)
         unit_price = request.item.unit_price(account.has_active_subscription)
         if scenario.pricing is not None:
             unit_price = scenario.pricing.apply(unit_price)
@@ -356,20 +350,25 @@ class Sandbox:
         if not isinstance(request, dict):
             raise validation_error("body must be the order request: a JSON object")
         parsed = parse_order_request(request, self.state.catalog)
-        candidate = _candidate(parsed)
         queued = self._queued_for(account) if account is not None else None
-        if forced is not None:
-            scenario, why = forced, selection.by_header(forced.name)
-        elif queued is not None:
-            scenario = queued.scenario
-            why = selection.by_queue(scenario.name, queued.account_id, queued.remaining)
-        else:
-            scenario, why = selection.automatic(self.scenarios, candidate)
+        scenario, why = self._choose(forced, queued, parsed)
         return {
             "scenario": scenario.name,
             "reason": why.to_json(),
-            "near_misses": selection.near_misses(self.scenarios, candidate),
+            "near_misses": selection.near_misses(self.scenarios, _candidate(parsed)),
         }
+
+    def _choose(
+        self, forced: Scenario | None, queued: QueuedScenario | None, request: OrderRequest
+    ) -> tuple[Scenario, selection.ScenarioReason]:
+        """The scenario an order gets, and why (DESIGN 15): the header's, else the
+        queue's, else the first automatic rule that matches."""
+        if forced is not None:
+            return forced, selection.by_header(forced.name)
+        if queued is not None:
+            why = selection.by_queue(queued.scenario.name, queued.account_id, queued.remaining)
+            return queued.scenario, why
+        return selection.automatic(self.scenarios, _candidate(request))
 
     def _explained_account(self, account_id: Any) -> Account | None:
         if account_id is None:
