@@ -13,9 +13,12 @@ from aiohttp import web
 
 from . import openapi
 from .api import merchant
+from .api.cors import Cors
+from .api.front import CORS, MERCHANT_API
 from .api.jsonio import OrderRenderings, dumps
 from .api.merchant import RENDERINGS, SANDBOX, WEBHOOKS
-from .api.middleware import make_middlewares
+from .api.merchant_calls import MerchantCalls
+from .api.middleware import MERCHANT_CALLS, make_middlewares
 from .api.routing import SANDBOXES, STATE_FILE, mirror_under_sandboxes
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
@@ -48,15 +51,15 @@ def create_app(
     sandbox expiry is measured on (tests)."""
     settings = settings or Settings()
     startup = startup or load_startup(settings)
+    cors = Cors(settings.cors_origin)
     app = web.Application(
         client_max_size=MAX_BODY_BYTES,
         middlewares=make_middlewares(
-            cors_origin=settings.cors_origin,
-            admin_token=settings.admin_token,
-            max_body=MAX_BODY_BYTES,
+            cors=cors, admin_token=settings.admin_token, max_body=MAX_BODY_BYTES
         ),
     )
     app[SETTINGS] = settings
+    app[CORS] = cors
     # One context for every sandbox's sender: loading a trust store is not free.
     sender_ssl = webhook_ssl(settings.webhook_ca, insecure=settings.webhook_insecure)
     # One cache of order renderings: the answer to a creation and its `order` event
@@ -75,7 +78,8 @@ def create_app(
         limit=settings.max_sandboxes,
         wall=wall,
     )
-    merchant.add_routes(app)
+    app[MERCHANT_API] = merchant_api = merchant.MerchantApi(renderings)
+    merchant.add_routes(app, merchant_api)
     control.add_routes(app)
     control_accounts.add_routes(app)
     control_scripting.add_routes(app)
@@ -90,6 +94,7 @@ def create_app(
         from .persistence import StateFile  # sqlite3 is imported only when it is used
 
         app[STATE_FILE] = StateFile(settings.state)  # refuses a locked or unusable file
+    app[MERCHANT_CALLS] = MerchantCalls(app[SANDBOXES], app.get(STATE_FILE), MAX_BODY_BYTES)
     app.cleanup_ctx.append(_run_sandboxes)
     app.on_shutdown.append(_end_event_streams)
     return app

@@ -309,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 async def serve(settings: Settings, startup: StartupState) -> None:
     """Serve until SIGTERM or SIGINT, then stop cleanly."""
+    from .api.front import open_front_door
     from .app import create_app
 
     app = create_app(settings, startup=startup)
@@ -326,6 +327,7 @@ async def serve(settings: Settings, startup: StartupState) -> None:
     # the process and frees almost none: no cyclic collection until it is over.
     gc.disable()
     await runner.setup()
+    open_front_door(runner)
     try:
         site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)
         await site.start()

@@ -200,6 +200,7 @@ class Target:
 
 
 async def run(base_url: str, api_key: str, catalog: str | None) -> list[Outcome]:
+    from .api.front import open_front_door
     from .app import create_app
     from .config import Settings, load_startup
 
@@ -210,6 +211,7 @@ async def run(base_url: str, api_key: str, catalog: str | None) -> list[Outcome]
     with_fields = next((i for i in feed if i["product_type"] != "key" and i.get("fields")), None)
     runner = web.AppRunner(create_app(settings, startup=startup), access_log=None)
     await runner.setup()
+    open_front_door(runner)
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     host, port = runner.addresses[0][:2]

@@ -110,11 +110,13 @@ class ServerThread:
             loop.close()
 
     async def _serve(self) -> None:
+        from .api.front import open_front_door
         from .app import create_app
 
         app = create_app(self.settings, startup=self._startup)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
+        open_front_door(self._runner)
         ssl_context = None
         if self.settings.tls == tls.SELF_SIGNED and self.settings.tls_ca_out:
             # HTTPS from a local CA, written where the settings say (the handle's ca_path)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mock_server.api.front import open_front_door
 from mock_server.app import create_app
 from mock_server.clock import parse_iso
 from mock_server.config import Settings
@@ -96,8 +97,12 @@ async def login(client: Any, api_key: str = "ak_test_default") -> Merchant:
 
 @pytest.fixture
 def make_client(aiohttp_client):
+    """A client of a server run as the CLI runs it: the front door before the app."""
+
     async def make(**overrides: Any):
-        return await aiohttp_client(create_app(replace(BASE_SETTINGS, **overrides)))
+        client = await aiohttp_client(create_app(replace(BASE_SETTINGS, **overrides)))
+        open_front_door(client.server.runner)
+        return client
 
     return make
 

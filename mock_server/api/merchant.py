@@ -1,10 +1,14 @@
 """The merchant API of spec section 4, served under both `/api/v1` and `/v1`.
 
 Handlers parse, make one call to the `Sandbox`, and render. Business rules live in
-`mock_server.domain`.
+`mock_server.domain`. A handler is given its sandbox and the path's order id (`""` where
+the path has none) by whoever matched the request: the front door (`api.front`) for the
+server's own paths, or aiohttp's router through the edge middleware.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
 
 from aiohttp import web
 
@@ -21,72 +25,105 @@ WEBHOOKS = web.AppKey("webhooks", WebhookSender)
 RENDERINGS = web.AppKey("renderings", OrderRenderings)
 PREFIXES = ("/api/v1", "/v1")
 SCENARIO_HEADER = "X-Mock-Scenario"
+#: The match-info name of the order id in a route's path.
+ORDER_ID = "order_id"
+
+MerchantHandler = Callable[[web.BaseRequest, Sandbox, str], Awaitable[web.Response]]
 
 
-def _sandbox(request: web.Request) -> Sandbox:
-    return request[CURRENT]  # chosen by the edge middleware (`routing`)
+class MerchantApi:
+    """The merchant calls of one application (its order renderings are shared with the
+    event stream: an order's answer and its `order` event are one encoding)."""
+
+    def __init__(self, renderings: OrderRenderings) -> None:
+        self._renderings = renderings
+
+    def routes(self) -> Iterator[tuple[str, str, MerchantHandler]]:
+        """(method, path template, handler) for every merchant route."""
+        for prefix in PREFIXES:
+            yield "POST", f"{prefix}/auth/token/client", self.exchange_token
+            yield "GET", f"{prefix}/account/balance", self.read_balance
+            yield "GET", f"{prefix}/account/me", self.read_account
+            yield "POST", f"{prefix}/orders", self.create_order
+            yield "GET", f"{prefix}/orders/{{{ORDER_ID}}}", self.get_order
+            yield "POST", f"{prefix}/orders/{{{ORDER_ID}}}/client-code", self.submit_client_code
+        yield "PUT", "/v3/plant", self.update_plant
+
+    async def exchange_token(
+        self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
+    ) -> web.Response:
+        try:
+            body = await read_json(request, required=False)
+        except ApiError as error:  # this endpoint answers in its own {"error"} shape
+            raise TokenError(error.status, error.detail) from error
+        except web.HTTPRequestEntityTooLarge as error:
+            raise TokenError(413, "Request body is too large") from error
+        return json_response(sandbox.exchange_token(body))
+
+    async def read_balance(
+        self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
+    ) -> web.Response:
+        return json_response(sandbox.balance(_account(request, sandbox)))
+
+    async def read_account(
+        self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
+    ) -> web.Response:
+        return json_response(sandbox.me(_account(request, sandbox)))
+
+    async def create_order(
+        self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
+    ) -> web.Response:
+        account = sandbox.authenticate(request.headers.get("Authorization"))
+        body = await read_json(request)
+        scenario = request.headers.get(SCENARIO_HEADER)
+        order = sandbox.create_order(account, body, scenario_name=scenario)
+        return self._renderings.response(order, status=201)
+
+    async def get_order(
+        self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
+    ) -> web.Response:
+        account = sandbox.authenticate(request.headers.get("Authorization"))
+        return self._renderings.response(sandbox.get_order(account, order_id))
+
+    async def submit_client_code(
+        self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
+    ) -> web.Response:
+        account = _account(request, sandbox)
+        body = await read_object(request)
+        return json_response(sandbox.submit_client_code(account, order_id, body).to_json())
+
+    async def update_plant(
+        self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
+    ) -> web.Response:
+        body = await read_json(request)
+        return json_response(sandbox.update_plant(body).to_json())
 
 
-def _account(request: web.Request) -> Account:
-    return _sandbox(request).authenticate(request.headers.get("Authorization"))
+def _account(request: web.BaseRequest, sandbox: Sandbox) -> Account:
+    return sandbox.authenticate(request.headers.get("Authorization"))
 
 
-async def exchange_token(request: web.Request) -> web.Response:
-    try:
-        body = await read_json(request, required=False)
-    except ApiError as error:  # this endpoint answers in its own {"error"} shape
-        raise TokenError(error.status, error.detail) from error
-    except web.HTTPRequestEntityTooLarge as error:
-        raise TokenError(413, "Request body is too large") from error
-    return json_response(_sandbox(request).exchange_token(body))
+def add_routes(app: web.Application, api: MerchantApi) -> None:
+    """The merchant routes on the application's router: what serves them when the front
+    door does not (an app run by another runner, a sandbox's base path not matched)."""
+    for method, path, handler in api.routes():
+        if method == "GET":
+            app.router.add_get(path, routed(handler))  # HEAD too, as aiohttp does
+        else:
+            app.router.add_route(method, path, routed(handler))
 
 
-async def read_balance(request: web.Request) -> web.Response:
-    sandbox = _sandbox(request)
-    return json_response(sandbox.balance(_account(request)))
+def routed(handler: MerchantHandler) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A router handler for a merchant handler. The edge middleware calls the merchant
+    handler itself (`merchant_handler_of`); this form serves anything else that calls a
+    route's handler."""
+
+    async def route(request: web.Request) -> web.Response:
+        return await handler(request, request[CURRENT], request.match_info.get(ORDER_ID, ""))
+
+    route.merchant_handler = handler  # type: ignore[attr-defined]
+    return route
 
 
-async def read_account(request: web.Request) -> web.Response:
-    sandbox = _sandbox(request)
-    return json_response(sandbox.me(_account(request)))
-
-
-async def create_order(request: web.Request) -> web.Response:
-    sandbox = request[CURRENT]
-    account = sandbox.authenticate(request.headers.get("Authorization"))
-    body = await read_json(request)
-    order = sandbox.create_order(account, body, scenario_name=request.headers.get(SCENARIO_HEADER))
-    return request.app[RENDERINGS].response(order, status=201)
-
-
-async def get_order(request: web.Request) -> web.Response:
-    sandbox = request[CURRENT]
-    account = sandbox.authenticate(request.headers.get("Authorization"))
-    order = sandbox.get_order(account, request.match_info["order_id"])
-    return request.app[RENDERINGS].response(order)
-
-
-async def submit_client_code(request: web.Request) -> web.Response:
-    sandbox = _sandbox(request)
-    account = _account(request)
-    body = await read_object(request)
-    order = sandbox.submit_client_code(account, request.match_info["order_id"], body)
-    return json_response(order.to_json())
-
-
-async def update_plant(request: web.Request) -> web.Response:
-    body = await read_json(request)
-    return json_response(_sandbox(request).update_plant(body).to_json())
-
-
-def add_routes(app: web.Application) -> None:
-    if RENDERINGS not in app:  # create_app makes it first: the event stream uses it too
-        app[RENDERINGS] = OrderRenderings()
-    for prefix in PREFIXES:
-        app.router.add_post(f"{prefix}/auth/token/client", exchange_token)
-        app.router.add_get(f"{prefix}/account/balance", read_balance)
-        app.router.add_get(f"{prefix}/account/me", read_account)
-        app.router.add_post(f"{prefix}/orders", create_order)
-        app.router.add_get(f"{prefix}/orders/{{order_id}}", get_order)
-        app.router.add_post(f"{prefix}/orders/{{order_id}}/client-code", submit_client_code)
-    app.router.add_put("/v3/plant", update_plant)
+def merchant_handler_of(route_handler: object) -> MerchantHandler | None:
+    return getattr(route_handler, "merchant_handler", None)

@@ -1,0 +1,119 @@
+"""What surrounds every merchant call, however it was matched (the front door or the
+router): its sandbox found, injected faults first, the handler, the `--state` save, the
+coverage count and the journal entry (the sandbox's own, keyed on the path as a whole
+server sees it)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from ..clock import iso
+from ..domain.coverage import PREFIXES as MERCHANT_PREFIXES
+from ..domain.coverage import Coverage
+from ..domain.journal import body_text
+from ..domain.sandbox import Sandbox
+from ..domain.sandboxes import Sandboxes
+from ..errors import ApiError, TokenError
+from .jsonio import json_response
+from .merchant import MerchantHandler
+from .refusals import code_for, failure, refusal
+from .routing import CURRENT, merchant_sandbox
+
+_READS = ("GET", "HEAD")
+_MERCHANT_PREFIXES = tuple(prefix + "/" for prefix in MERCHANT_PREFIXES)
+
+
+class MerchantCalls:
+    """The merchant calls of one application. `state_file` is the `--state` file
+    (`persistence.StateFile`), or None."""
+
+    def __init__(self, sandboxes: Sandboxes, state_file: Any, max_body: int) -> None:
+        self._sandboxes = sandboxes
+        self._state_file = state_file
+        self._max_body = max_body
+
+    async def call(
+        self,
+        request: web.BaseRequest,
+        handler: MerchantHandler,
+        sandbox_id: str | None,
+        path: str,
+        order_id: str,
+    ) -> web.StreamResponse:
+        """Answer one merchant call; `path` is the path as a whole server would see it
+        (a sandbox's base path taken off) and `sandbox_id` the base path's id, if any."""
+        sandboxes = self._sandboxes
+        if sandbox_id is None and not sandboxes.routing_needed:
+            sandbox = sandboxes.default.sandbox  # only the default sandbox ever existed
+        else:
+            try:
+                sandbox = await merchant_sandbox(request, sandboxes, sandbox_id, path)
+            except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
+                return refusal(error)
+        request[CURRENT] = sandbox
+        method = request.method
+        fault = sandbox.faults.take(method, path) if sandbox.faults else None
+        refused: ApiError | TokenError | None = None
+        if fault is None:
+            try:
+                response = await handler(request, sandbox, order_id)
+            except (ApiError, TokenError) as error:
+                refused = error  # coverage counts refusals by cause
+                response = refusal(error)
+            except Exception as exc:  # noqa: BLE001 - rendered (or re-raised) by failure
+                response = failure(request, exc, self._max_body)
+        else:
+            if fault.latency_ms:
+                await asyncio.sleep(fault.latency_ms / 1000)
+            if fault.after_commit:
+                try:
+                    await handler(request, sandbox, order_id)
+                except Exception as exc:  # noqa: BLE001 - as above; the fault answers anyway
+                    failure(request, exc, self._max_body)
+            response = _fault_response(fault.id, fault.status, method, path)
+        if method not in _READS:  # (a read saves nothing: no coroutine for it)
+            await self.save(sandbox)
+        if fault is None:
+            _count(sandbox.coverage, refused, path)
+        body = b""
+        if request.body_exists:
+            try:
+                body = await request.read()  # already read by the handler: no copy, no wait
+            except Exception:  # noqa: BLE001 - over the size limit, or the client left: not kept
+                body = b""
+        status, at = response.status, sandbox.clock.now()
+        sandbox.journal.record(method, path, status, body, at)
+        if sandbox.events.active:
+            sandbox.events.publish_journal(method, path, status, body_text(body), iso(at))
+        return response
+
+    async def save(self, sandbox: Sandbox) -> None:
+        """With --state, what a call changed is in the file before its answer leaves
+        (a call that is not a read: reads change nothing)."""
+        state_file = self._state_file
+        if state_file is not None:
+            state_file.touched(sandbox)
+            await state_file.committed()
+
+
+def _fault_response(fault_id: object, status: int, method: str, path: str) -> web.Response:
+    return json_response(
+        {"detail": f"Injected fault {fault_id} on {method} {path}", "code": code_for(status)},
+        status,
+    )
+
+
+def _count(coverage: Coverage, refused: ApiError | TokenError | None, path: str) -> None:
+    """Coverage of a merchant call: its path prefix and, if refused, why."""
+    for prefix in _MERCHANT_PREFIXES:
+        if path.startswith(prefix):
+            coverage.count("prefixes", prefix[:-1])
+            if isinstance(refused, TokenError):
+                coverage.count("merchant_errors", "token exchange refused")
+            elif refused is not None:
+                cause = f": {refused.cause}" if refused.cause else ""
+                coverage.count("merchant_errors", refused.code + cause)
+            return
