@@ -2,8 +2,9 @@
 
 Access lines bypass the `logging` machinery (a fifth of a lookup's cost went there):
 `AccessLog` hands what the line will say to a `LineSink`, a block-buffered writer that
-`serve` flushes a few times a second and on shutdown; lines are formatted then, in one
-batch, not while the request is answered.
+`serve` flushes a few times a second and on shutdown, and that flushes itself whenever
+`BATCH` lines are waiting; lines are formatted then, in one batch, not while a request
+is answered.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web import BaseRequest, StreamResponse
 
 FLUSH_INTERVAL = 0.2
+#: Lines rendered in one pass at most: under load, 0.2 s of lines (4,000 at 20,000
+#: requests/s) took 3 ms to render, a stall every request in flight then waited out.
+BATCH = 256
 
 
 def configure_logging() -> None:
@@ -33,7 +37,10 @@ class LineSink:
         self._lines: list[str | tuple] = []
 
     def write(self, line: str | tuple) -> None:
-        self._lines.append(line)
+        lines = self._lines
+        lines.append(line)
+        if len(lines) >= BATCH:
+            self.flush()
 
     def flush(self) -> None:
         if self._lines:
