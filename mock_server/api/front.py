@@ -28,8 +28,6 @@ CORS = web.AppKey("cors", Cors)
 MERCHANT_API = web.AppKey("merchant_api", MerchantApi)
 _Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 _ORDER_ID = "{" + ORDER_ID + "}"
-#: What aiohttp's `{order_id}` never matches (`[^{}/]+`).
-_UNROUTABLE = frozenset("{}/")
 
 
 def open_front_door(runner: web.AppRunner) -> None:
@@ -49,15 +47,19 @@ class FrontDoor:
         self._behind = behind
         self._calls = app[MERCHANT_CALLS]
         self._cors = app[CORS]
-        self._exact: dict[tuple[str, str], MerchantHandler] = {}
-        #: (method, path before the order id, path after it, handler)
-        self._with_id: list[tuple[str, str, str, MerchantHandler]] = []
+        #: method -> (handler by exact path, [(path end, handler by path start)]): the
+        #: order id is what lies between a start and an end (`/v1/orders` ... `""`).
+        self._routes: dict[str, tuple[dict[str, MerchantHandler], list[tuple[str, dict]]]] = {}
         for method, template, handler in app[MERCHANT_API].routes():
+            exact, with_id = self._routes.setdefault(method, ({}, []))
             head, param, tail = template.partition(_ORDER_ID)
-            if param:
-                self._with_id.append((method, head, tail, handler))
-            else:
-                self._exact[method, template] = handler
+            if not param:
+                exact[template] = handler
+                continue
+            heads = next((h for t, h in with_id if t == tail), None)
+            if heads is None:
+                with_id.append((tail, heads := {}))
+            heads[head.removesuffix("/")] = handler  # as `rpartition("/")` leaves it
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
@@ -78,12 +80,18 @@ class FrontDoor:
     def match(self, method: str, path: str) -> tuple[MerchantHandler, str] | None:
         """The merchant handler for a path as a whole server sees it, and its order id
         (`""` if the path has none); None when the router should decide."""
-        handler = self._exact.get((method, path))
+        routes = self._routes.get(method)
+        if routes is None:
+            return None
+        exact, with_id = routes
+        handler = exact.get(path)
         if handler is not None:
             return handler, ""
-        for route_method, head, tail, handler in self._with_id:
-            if route_method == method and path.startswith(head) and path.endswith(tail):
-                order_id = path[len(head) : len(path) - len(tail)]
-                if order_id and not _UNROUTABLE.intersection(order_id):
+        for tail, heads in with_id:
+            if path.endswith(tail):
+                head, _, order_id = path[: len(path) - len(tail)].rpartition("/")
+                handler = heads.get(head)
+                # (no "/" in it, after rpartition; aiohttp's `{order_id}` is `[^{}/]+`)
+                if handler is not None and order_id and "{" not in order_id and "}" not in order_id:
                     return handler, order_id
         return None
