@@ -154,10 +154,13 @@ def dumps(data: Any) -> bytes:
         )
 
 
+#: Given as a header, not as `content_type=` and `charset=`, which aiohttp would compose
+#: anew for every response (0.7 us of a lookup's ~45).
+_JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+
+
 def json_response(data: Any, status: int = 200) -> web.Response:
-    return web.Response(
-        body=dumps(data), status=status, content_type="application/json", charset="utf-8"
-    )
+    return web.Response(body=dumps(data), status=status, headers=_JSON_HEADERS)
 
 
 class OrderRenderings:
@@ -170,9 +173,7 @@ class OrderRenderings:
         self._bodies: dict[str, tuple[Any, int, bytes]] = {}
 
     def response(self, order: Any, status: int = 200) -> web.Response:
-        return web.Response(
-            body=self.body(order), status=status, content_type="application/json", charset="utf-8"
-        )
+        return web.Response(body=self.body(order), status=status, headers=_JSON_HEADERS)
 
     def body(self, order: Any) -> bytes:
         """The order's JSON (also what the live stream's `order` events carry)."""
