@@ -114,16 +114,10 @@ def add_routes(app: web.Application, api: MerchantApi) -> None:
 
 
 def routed(handler: MerchantHandler) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """A router handler for a merchant handler. The edge middleware calls the merchant
-    handler itself (`merchant_handler_of`); this form serves anything else that calls a
-    route's handler."""
+    """A router handler for a merchant handler: its sandbox is the one the edge chose
+    (`MerchantCalls` stores it on the request), its order id the route's."""
 
     async def route(request: web.Request) -> web.Response:
         return await handler(request, request[CURRENT], request.match_info.get(ORDER_ID, ""))
 
-    route.merchant_handler = handler  # type: ignore[attr-defined]
     return route
-
-
-def merchant_handler_of(route_handler: object) -> MerchantHandler | None:
-    return getattr(route_handler, "merchant_handler", None)

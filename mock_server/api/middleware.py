@@ -19,7 +19,7 @@ from ..domain.sandbox import Sandbox
 from ..domain.sandboxes import Sandboxes
 from ..errors import not_authenticated
 from .cors import Cors
-from .merchant import ORDER_ID, MerchantHandler, merchant_handler_of
+from .merchant import MerchantHandler
 from .merchant_calls import MerchantCalls
 from .refusals import failure
 from .routing import BASE_PREFIX, CURRENT, ENTRY_PARAM, SANDBOX_PARAM, SANDBOXES
@@ -51,10 +51,9 @@ def make_middlewares(*, cors: Cors, admin_token: str | None, max_body: int) -> l
                 # Control API and API documents: no faults, no journal entry.
                 response = await _control(request, handler, admin_token, sandbox_id, path, max_body)
             else:
-                match_info = request.match_info
-                target = merchant_handler_of(match_info.handler) or _unrouted(handler)
+                # (the route's handler reads its order id from the match info)
                 response = await request.app[MERCHANT_CALLS].call(
-                    request, target, sandbox_id, path, match_info.get(ORDER_ID, "")
+                    request, _routed_call(handler), sandbox_id, path, ""
                 )
         cors.apply(request, response)
         return response
@@ -62,9 +61,9 @@ def make_middlewares(*, cors: Cors, admin_token: str | None, max_body: int) -> l
     return [edge]
 
 
-def _unrouted(handler: Handler) -> MerchantHandler:
-    """A path no merchant route serves (aiohttp's 404 or 405): still a merchant call,
-    journaled and counted."""
+def _routed_call(handler: Handler) -> MerchantHandler:
+    """The router's handler (a merchant route, or aiohttp's 404 or 405 for a path no
+    route serves: still a merchant call, journaled and counted) as a merchant handler."""
 
     async def answer(request: web.BaseRequest, sandbox: Sandbox, order_id: str) -> web.Response:
         return await handler(request)  # type: ignore[arg-type,return-value]
