@@ -16,7 +16,7 @@ from .api import merchant
 from .api.cors import Cors
 from .api.front import CORS, MERCHANT_API
 from .api.jsonio import OrderRenderings, dumps
-from .api.merchant import RENDERINGS, SANDBOX, WEBHOOKS
+from .api.merchant import SANDBOX, WEBHOOKS
 from .api.merchant_calls import MerchantCalls
 from .api.middleware import MERCHANT_CALLS, make_middlewares
 from .api.routing import SANDBOXES, STATE_FILE, mirror_under_sandboxes
@@ -64,7 +64,7 @@ def create_app(
     sender_ssl = webhook_ssl(settings.webhook_ca, insecure=settings.webhook_insecure)
     # One cache of order renderings: the answer to a creation and its `order` event
     # share one encoding.
-    renderings = app[RENDERINGS] = OrderRenderings()
+    renderings = OrderRenderings()
     events = functools.partial(EventHub, dumps, order_body=renderings.body)
     default = make_sandbox(startup, clock=clock, webhook_ssl=sender_ssl, events=events())
     app[SANDBOX] = default

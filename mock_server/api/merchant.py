@@ -22,7 +22,6 @@ from .routing import CURRENT
 #: The default sandbox and its webhook sender (the CLI's banner, in-process benches).
 SANDBOX = web.AppKey("sandbox", Sandbox)
 WEBHOOKS = web.AppKey("webhooks", WebhookSender)
-RENDERINGS = web.AppKey("renderings", OrderRenderings)
 PREFIXES = ("/api/v1", "/v1")
 SCENARIO_HEADER = "X-Mock-Scenario"
 #: The match-info name of the order id in a route's path.
@@ -105,7 +104,8 @@ def _account(request: web.BaseRequest, sandbox: Sandbox) -> Account:
 
 def add_routes(app: web.Application, api: MerchantApi) -> None:
     """The merchant routes on the application's router: what serves them when the front
-    door does not (an app run by another runner, a sandbox's base path not matched)."""
+    door does not (an app served by another runner; a HEAD, an `Expect` or a
+    percent-encoded path, which the front door leaves to the router)."""
     for method, path, handler in api.routes():
         if method == "GET":
             app.router.add_get(path, routed(handler))  # HEAD too, as aiohttp does
