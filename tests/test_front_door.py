@@ -12,6 +12,7 @@ from conftest import BASE_SETTINGS
 
 from mock_server.api.front import FrontDoor
 from mock_server.app import create_app
+from mock_server.config import MAX_BODY_BYTES
 
 SB = "/_mock/sandboxes/"
 # (method, path, body or None, extra headers); "{order}" is the order created first,
@@ -50,6 +51,8 @@ SCRIPT: list[tuple[str, str, Any, dict[str, str]]] = [
     ("GET", SB + "sb_gone/api/v1/account/me", None, {}),
     ("GET", SB + "default/api/v1/orders/{order}", None, {}),
     ("POST", "/api/v1/orders", {"item_id": 1001}, {"Expect": "100-continue"}),
+    ("POST", "/api/v1/orders", b'{"item_id": 1001, "pad": "' + b"x" * MAX_BODY_BYTES + b'"}', {}),
+    ("POST", "/v1/auth/token/client", b'{"api_key": "' + b"x" * MAX_BODY_BYTES + b'"}', {}),
 ]
 COMPARED_HEADERS = ("Content-Type", "Access-Control-Allow-Origin", "Vary", "Allow")
 
@@ -103,7 +106,7 @@ async def test_the_front_door_answers_every_request_as_the_router_does(
     assert await _run_script(through_front_door) == expected
     statuses = [answer[2] for answer in expected[: len(SCRIPT)]]
     # The script does reach every kind of answer (not all 404s, say).
-    assert {200, 201, 204, 400, 401, 404, 405, 503}.issubset(statuses), statuses
+    assert {200, 201, 204, 400, 401, 404, 405, 413, 503}.issubset(statuses), statuses
 
 
 async def test_merchant_calls_skip_the_router_and_the_rest_reach_it(aiohttp_client, settings):
