@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,13 @@ LAUNCH_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+#: Where `screenshot` saves: the committed pictures with UPDATE_SCREENSHOTS=1, else a
+#: scratch folder (a test run leaves the working tree as it found it).
+SCREENSHOTS = (
+    Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "sandbox-screenshots"
+)
 DESKTOP = {"width": 1280, "height": 800}
 NARROW = {"width": 420, "height": 800}
 
@@ -108,7 +115,7 @@ class Merchant:
 
 
 def screenshot(page: Page, name: str) -> None:
-    """A 1280×800 picture of the view for docs/screenshots (committed, so overwritten)."""
+    """A 1280×800 picture of the view (for docs/screenshots: see SCREENSHOTS)."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size(DESKTOP)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
