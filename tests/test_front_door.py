@@ -158,4 +158,7 @@ async def test_merchant_calls_skip_the_router_and_the_rest_reach_it(aiohttp_clie
 def test_what_the_front_door_matches(method, path, expected):
     door = FrontDoor(create_app(BASE_SETTINGS), behind=None)  # type: ignore[arg-type]
     match = door.match(method, path)
-    assert (match and match[1]) == expected if expected is not None else match is None
+    if expected is None:
+        assert match is None
+    else:
+        assert match is not None and match[1] == expected
