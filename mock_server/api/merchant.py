@@ -72,7 +72,7 @@ class MerchantApi:
     async def create_order(
         self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
     ) -> web.Response:
-        account = sandbox.authenticate(request.headers.get("Authorization"))
+        account = _account(request, sandbox)
         body = await read_json(request)
         scenario = request.headers.get(SCENARIO_HEADER)
         order = sandbox.create_order(account, body, scenario_name=scenario)
@@ -81,8 +81,7 @@ class MerchantApi:
     async def get_order(
         self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
     ) -> web.Response:
-        account = sandbox.authenticate(request.headers.get("Authorization"))
-        return self._renderings.response(sandbox.get_order(account, order_id))
+        return self._renderings.response(sandbox.get_order(_account(request, sandbox), order_id))
 
     async def submit_client_code(
         self, request: web.BaseRequest, sandbox: Sandbox, order_id: str

@@ -22,7 +22,8 @@ from .merchant import MerchantHandler
 from .refusals import code_for, failure, refusal
 from .routing import CURRENT, merchant_sandbox
 
-_READS = ("GET", "HEAD")
+#: Methods that change nothing: no `--state` save for them.
+READS = ("GET", "HEAD")
 _MERCHANT_PREFIXES = tuple(prefix + "/" for prefix in MERCHANT_PREFIXES)
 
 
@@ -74,7 +75,7 @@ class MerchantCalls:
                 except Exception as exc:  # noqa: BLE001 - as above; the fault answers anyway
                     failure(request, exc, self._max_body)
             response = _fault_response(fault.id, fault.status, method, path)
-        if method not in _READS:  # (a read saves nothing: no coroutine for it)
+        if method not in READS:  # (a read saves nothing: no coroutine for it)
             await self.save(sandbox)
         if fault is None:
             _count(sandbox.coverage, refused, path)

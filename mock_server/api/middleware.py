@@ -20,7 +20,7 @@ from ..domain.sandboxes import Sandboxes
 from ..errors import not_authenticated
 from .cors import Cors
 from .merchant import MerchantHandler
-from .merchant_calls import MerchantCalls
+from .merchant_calls import READS, MerchantCalls
 from .refusals import failure
 from .routing import BASE_PREFIX, CURRENT, ENTRY_PARAM, SANDBOX_PARAM, SANDBOXES
 
@@ -34,7 +34,6 @@ NOT_MERCHANT_PREFIXES = (CONTROL_PREFIX, "/openapi.json", "/docs")
 PAGE_PREFIXES = ("/_mock/ui",)
 #: Open even with --admin-token, so a container HEALTHCHECK needs no secret.
 HEALTH_PATH = "/_mock/health"
-_READS = ("GET", "HEAD")
 
 
 def make_middlewares(*, cors: Cors, admin_token: str | None, max_body: int) -> list:
@@ -97,7 +96,7 @@ async def _control(
         entry = sandboxes.find(sandbox_id) if sandbox_id is not None else sandboxes.default
         request[CURRENT] = entry.sandbox
         response = await handler(request)
-        if request.method not in _READS:  # any other call may change the sandbox
+        if request.method not in READS:  # any other call may change the sandbox
             await request.app[MERCHANT_CALLS].save(entry.sandbox)
         return response
     except Exception as exc:  # noqa: BLE001 - rendered (or re-raised) by failure
