@@ -14,6 +14,13 @@ change costs its own size: one row per order, per delivery, per ledger entry and
 token, and one row for the rest (accounts, catalog, queue, faults, clock, ...). A
 sandbox whose state was replaced wholesale (reset, `PUT /_mock/state`, new accounts) is
 written out whole.
+
+A row's rowid is the order it was first written in, which is the order its order,
+delivery, token or sandbox was created in; the restore reads rows in rowid order, so
+every list comes back in creation order (docs/state.md). A changed row is therefore
+updated in place (`ON CONFLICT ... DO UPDATE`), never replaced: `INSERT OR REPLACE`
+deletes the row and inserts it again with a new rowid, which moved it behind everything
+created after it.
 """
 
 from __future__ import annotations
@@ -51,6 +58,22 @@ CREATE TABLE IF NOT EXISTS tokens (sandbox TEXT, token TEXT, row TEXT NOT NULL,
                                    PRIMARY KEY (sandbox, token));
 """
 _ROWS = ("orders", "deliveries", "ledger", "tokens")
+#: Write a row, or change the one already there in place (keeping its rowid).
+_UPSERT_ORDER = (
+    "INSERT INTO orders VALUES (?, ?, ?) ON CONFLICT (sandbox, id) DO UPDATE SET doc = excluded.doc"
+)
+_UPSERT_DELIVERY = (
+    "INSERT INTO deliveries VALUES (?, ?, ?) "
+    "ON CONFLICT (sandbox, id) DO UPDATE SET doc = excluded.doc"
+)
+_UPSERT_TOKEN = (
+    "INSERT INTO tokens VALUES (?, ?, ?) "
+    "ON CONFLICT (sandbox, token) DO UPDATE SET row = excluded.row"
+)
+_UPSERT_SANDBOX = (
+    "INSERT INTO sandboxes VALUES (?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET entry = excluded.entry, rest = excluded.rest"
+)
 
 
 class _Pending:
@@ -163,7 +186,7 @@ class StateFile:
         self.flush()
 
     def _by_sandbox(self, table: str) -> dict[str, list[str]]:
-        """Every row's JSON of `table`, by sandbox, in the order written. One scan in
+        """Every row's JSON of `table`, by sandbox, in the order created. One scan in
         rowid order: filtering by sandbox first made SQLite sort 100,000 rows (2 s)."""
         column = "row" if table == "tokens" else "doc"
         found: dict[str, list[str]] = {}
@@ -279,14 +302,13 @@ class StateFile:
             self._saved[sandbox_id] = _Saved.of(sandbox)
             return
         self._write_entry(entry)
-        upsert_order = "INSERT OR REPLACE INTO orders VALUES (?, ?, ?)"
         for order in changes.orders.values():
             self._db.execute(
-                upsert_order, (sandbox_id, order.id, _json(snapshot.order_state(order)))
+                _UPSERT_ORDER, (sandbox_id, order.id, _json(snapshot.order_state(order)))
             )
         for delivery in changes.deliveries.values():
             self._db.execute(
-                "INSERT OR REPLACE INTO deliveries VALUES (?, ?, ?)",
+                _UPSERT_DELIVERY,
                 (sandbox_id, delivery.id, _json(snapshot.delivery_state(delivery))),
             )
         tokens = sandbox.state.tokens
@@ -294,10 +316,7 @@ class StateFile:
             grant = tokens.lookup(token, sandbox.clock.now())
             if grant is not None:
                 row = [token, grant.account_id, grant.api_key, grant.expires_at]
-                self._db.execute(
-                    "INSERT OR REPLACE INTO tokens VALUES (?, ?, ?)",
-                    (sandbox_id, token, _json(row)),
-                )
+                self._db.execute(_UPSERT_TOKEN, (sandbox_id, token, _json(row)))
         ledger = sandbox.state.ledger
         for account_id in sandbox.state.accounts:
             start = saved.ledger.get(account_id, 0)
@@ -346,10 +365,7 @@ class StateFile:
             "last_used_at": entry.last_used_at,
             "ttl": entry.ttl,
         }
-        self._db.execute(
-            "INSERT OR REPLACE INTO sandboxes VALUES (?, ?, ?)",
-            (entry.id, _json(info), _json(rest)),
-        )
+        self._db.execute(_UPSERT_SANDBOX, (entry.id, _json(info), _json(rest)))
 
     def _delete(self, sandbox_id: str, table: str) -> None:
         column = "id" if table == "sandboxes" else "sandbox"

@@ -7,6 +7,7 @@ The servers are real processes (as a CI container runs them), on the manual cloc
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import urllib.request
@@ -18,9 +19,16 @@ from tests.test_cli import launch  # noqa: F401 - the fixture, shared by import
 ARGS = ("--port", "0", "--clock", "manual", "--seed", "5", "--start-time", "2026-01-01T00:00:00Z")
 
 
-def call(base: str, method: str, path: str, body: Any = None, token: str | None = None):
+def call(
+    base: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+):
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(base + path, data=data, method=method)
+    request = urllib.request.Request(base + path, data=data, method=method, headers=headers or {})
     if data is not None:
         request.add_header("Content-Type", "application/json")
     if token:
@@ -171,3 +179,145 @@ def test_damaged_rows_stop_the_start_with_the_sandbox_and_the_reason(launch, tmp
     stderr = again.stderr()
     assert f"{state}: sandbox default cannot be restored" in stderr
     assert "start fresh" in stderr and "Traceback" not in stderr
+
+
+# -- lists keep their creation order (docs/state.md) --------------------------------------
+
+#: A webhook receiver that is never there (connection refused): attempts fail at once.
+NOBODY_LISTENS = "http://127.0.0.1:9/hooks"
+
+
+def saved_out_of_order(base: str) -> None:
+    """Orders and deliveries whose rows are last saved in another order than they were
+    made: the first order moves on after later ones exist, and a manual redelivery
+    changes the middle copy of a duplicated webhook after later deliveries were made.
+    Around them, something in every other list: a second account, another API key, a
+    loaded scenario, a queue, faults, a stock change, a second token."""
+    accounts = call(base, "GET", "/_mock/accounts")[1]["accounts"]
+    call(base, "PATCH", f"/_mock/accounts/{accounts[0]['id']}", {"webhook_url": NOBODY_LISTENS})
+    token = login(base, accounts[0]["api_keys"][0])
+
+    def order(scenario: str) -> str:
+        body = {"item_id": 1001}
+        status, created = call(
+            base, "POST", "/api/v1/orders", body, token, {"X-Mock-Scenario": scenario}
+        )
+        assert status == 201, created
+        return created["id"]
+
+    order("slow_fulfillment")  # processing at 30 s, after every other order was made
+    duplicated = order("webhook_duplicate")  # completes at 3 s: three deliveries
+    order("happy_path")  # completes at 3 s: one delivery
+    call(base, "POST", "/_mock/clock/advance", {"seconds": 3})
+    order("happy_path")  # completes at 6 s
+    call(base, "POST", "/_mock/clock/advance", {"seconds": 30})
+    copies = call(base, "GET", f"/_mock/webhooks?order_id={duplicated}")[1]["deliveries"]
+    assert call(base, "POST", f"/_mock/webhooks/{copies[1]['id']}/redeliver")[0] == 200
+
+    login(base)  # a second token
+    status, _ = call(base, "POST", "/_mock/accounts", {"email": "second@example.com"})
+    assert status == 201
+    assert call(base, "POST", f"/_mock/accounts/{accounts[0]['id']}/api-keys")[0] == 201
+    scenario = {"name": "later", "steps": [{"after": "5s", "status": "completed"}]}
+    assert call(base, "POST", "/_mock/scenarios", scenario)[0] == 201
+    for name in ("failed_out_of_stock", "later"):
+        assert call(base, "POST", "/_mock/scenarios/next", {"scenario": name})[0] == 201
+    for path in ("/api/v1/account/balance", "/api/v1/account/me"):
+        assert call(base, "POST", "/_mock/faults", {"path": path, "status": 503})[0] == 201
+    assert call(base, "PATCH", "/_mock/catalog/items/1001", {"stock": 7})[0] == 200
+
+
+def every_list(base: str) -> dict[str, Any]:
+    """What every list of one sandbox's control API answers, pages included. (The
+    request journal is not state: it starts empty, docs/state.md.)"""
+    orders = call(base, "GET", "/_mock/orders")[1]["orders"]
+    accounts = call(base, "GET", "/_mock/accounts")[1]["accounts"]
+    paths = [
+        "/_mock/orders",
+        "/_mock/orders?offset=1&limit=2",
+        "/_mock/orders?sort=newest&offset=1&limit=2",
+        "/_mock/webhooks",
+        *(f"/_mock/orders/{order['id']}" for order in orders),  # each one's deliveries
+        "/_mock/accounts",
+        *(f"/_mock/accounts/{account['id']}/ledger" for account in accounts),
+        "/_mock/catalog",
+        "/_mock/scenarios",  # and the queue
+        "/_mock/faults",
+        "/_mock/jobs?upcoming=100",
+        "/_mock/coverage",
+        "/_mock/state",  # tokens too
+    ]
+    answers = {}
+    for path in paths:
+        status, answers[path] = call(base, "GET", path)
+        assert status == 200, (path, answers[path])
+    return without_provenance(answers)
+
+
+def without_provenance(answers: dict[str, Any]) -> dict[str, Any]:
+    """Two labels say where a thing came from rather than what it is, and a restored
+    one tells the truth about having been restored: a loaded scenario's `source` (read
+    from `scenarios_loaded` of the saved state), and the attempt number in a planned
+    webhook job's label (counted when the job was planned; a restored job counts the
+    manual redeliveries made since). What each list holds, and in which order, stays."""
+    for scenario in answers["/_mock/scenarios"]["scenarios"]:
+        scenario["source"] = None
+    for job in answers["/_mock/jobs?upcoming=100"]["upcoming"]:
+        job["job"] = re.sub(r" attempt \d+ ", " attempt ", job["job"])
+    return answers
+
+
+def test_every_list_keeps_its_creation_order_across_a_restart(launch, tmp_path):
+    state = tmp_path / "sandbox.db"
+    server = started(launch, state)
+    saved_out_of_order(server.url)
+    before = every_list(server.url)
+    made = [order["id"] for order in before["/_mock/orders"]["orders"]]
+    statuses = [order["status"] for order in before["/_mock/orders"]["orders"]]
+    # The first order was made first and changed last.
+    assert statuses == ["processing", "completed", "completed", "completed"]
+    server.stop(signal.SIGTERM)
+
+    again = started(launch, state)
+    after = every_list(again.url)
+    assert [path for path, answer in before.items() if after[path] != answer] == []
+    assert [order["id"] for order in after["/_mock/orders"]["orders"]] == made
+
+
+def test_created_sandboxes_keep_their_order_across_a_restart(launch, tmp_path):
+    state = tmp_path / "sandbox.db"
+    server = started(launch, state)
+    first = call(server.url, "POST", "/_mock/sandboxes", {})[1]["id"]
+    second = call(server.url, "POST", "/_mock/sandboxes", {})[1]["id"]
+    advance = f"/_mock/sandboxes/{first}/_mock/clock/advance"
+    assert call(server.url, "POST", advance, {"seconds": 1})[0] == 200  # first changes last
+    listed = call(server.url, "GET", "/_mock/sandboxes")[1]["sandboxes"]
+    assert [s["id"] for s in listed] == ["default", first, second]
+    server.stop(signal.SIGTERM)
+
+    again = started(launch, state)
+    listed_again = call(again.url, "GET", "/_mock/sandboxes")[1]["sandboxes"]
+    assert [s["id"] for s in listed_again] == [s["id"] for s in listed]
+    # Reads are not saved, so last_used_at may be older; when a created one was made is
+    # exact (the default sandbox's created_at is when its server started).
+    assert [s["created_at"] for s in listed_again[1:]] == [s["created_at"] for s in listed[1:]]
+
+
+def test_a_loaded_state_keeps_its_order_then_and_across_a_restart(launch, tmp_path):
+    state = tmp_path / "sandbox.db"
+    server = started(launch, state)
+    saved_out_of_order(server.url)
+    document = call(server.url, "GET", "/_mock/state")[1]
+    created = call(server.url, "POST", "/_mock/sandboxes", {})[1]
+    copy = "/_mock/sandboxes/" + created["id"]
+    assert call(server.url + copy, "PUT", "/_mock/state", document)[0] == 200
+    assert every_list(server.url + copy) == every_list(server.url)
+    # The loaded copy moves on: retries rewrite its deliveries, its first order settles last.
+    assert call(server.url + copy, "POST", "/_mock/clock/advance", {"seconds": 300})[0] == 200
+    before = every_list(server.url + copy)
+    assert before["/_mock/orders"]["orders"][0]["status"] == "completed"
+    server.stop(signal.SIGTERM)
+
+    again = started(launch, state)
+    after = every_list(again.url + copy)
+    assert [path for path, answer in before.items() if after[path] != answer] == []
