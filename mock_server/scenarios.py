@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from importlib import resources
 from pathlib import Path
@@ -144,6 +144,9 @@ class Scenario:
     match: Match | None = None
     pricing: Pricing | None = None
     source: str = ""
+    #: The mapping it was read from, kept so a saved state can carry the scenario
+    #: (`domain.snapshot`): a state document refers to no scenario it does not hold.
+    record: Any = field(default=None, compare=False, repr=False)
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -266,7 +269,7 @@ def _parse_scenario(record: Any, source: str) -> Scenario:
     steps = _parse_steps(record)
     match = _parse_match(record["match"]) if record.get("match") is not None else None
     pricing = _parse_pricing(record["pricing"]) if record.get("pricing") is not None else None
-    return Scenario(name, description, steps, match, pricing, where(source, record))
+    return Scenario(name, description, steps, match, pricing, where(source, record), record)
 
 
 def _parse_steps(record: dict[str, Any]) -> tuple[Step, ...]:

@@ -60,7 +60,9 @@ def check(path: str) -> tuple[str, list[str]]:
 
 def _check_state(data: Any, path: str) -> None:
     """A state document is checked by building it, as `PUT /_mock/state` does, against
-    a sandbox on the embedded defaults (the built-in scenarios)."""
+    a sandbox on the embedded defaults. No server flag is needed: the document carries
+    its catalog, its accounts and every scenario beyond the built-in set, those its
+    server started with included (`scenarios_loaded`, docs/state.md)."""
     from .config import Settings, load_startup
     from .domain import snapshot
     from .domain.sandbox import Sandbox

@@ -153,7 +153,7 @@ def broken(document: dict[str, Any], path: list[Any], value: Any) -> dict[str, A
         (["accounts", 0, "balance"], "lots", "accounts[0].balance"),
         (["catalog", 0, "product_type"], "gadget", "catalog"),
         (["deliveries", 0, "order_id"], "gone", "no order"),
-        (["queue", 0, "scenario"], "nope", "unknown scenario"),
+        (["queue", 0, "scenario"], "nope", "queue: scenario 'nope' is not loaded"),
         (["scenarios_loaded", 0], {"name": "x", "steps": [{"status": "pending"}]}, "pending"),
     ],
 )

@@ -17,8 +17,8 @@ from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from ..clock import make_clock
-from ..errors import validation_error
-from ..scenarios import Scenario, parse_scenarios
+from ..errors import ApiError, validation_error
+from ..scenarios import Scenario, builtin_scenarios, parse_scenarios
 from ..sourcefile import ConfigError
 from . import selection
 from .accounts import Account
@@ -34,7 +34,7 @@ from .state import State
 from .tokens import Grant
 
 if TYPE_CHECKING:
-    from .sandbox import QueuedScenario, Sandbox
+    from .sandbox import QueuedScenario, Sandbox, StartupState
 
 #: The document's format. Raise it when the shape changes, and teach `migrate` the old.
 FORMAT = 1
@@ -61,7 +61,7 @@ def dump_rest(sandbox: Sandbox) -> dict[str, Any]:
         "seed": sandbox.seed,
         "clock": {"mode": clock.mode, "time_scale": clock.time_scale, "now": clock.now()},
         "random": dict(state.randomness.drawn),
-        "scenarios_loaded": list(sandbox.loaded_documents),
+        "scenarios_loaded": [*startup_scenarios(sandbox.startup), *sandbox.loaded_documents],
         "catalog": state.catalog.to_feed(),
         "accounts": [_account(a) for a in state.accounts.values()],
         "queue": [entry.to_json() for entry in sandbox.queue],
@@ -69,6 +69,16 @@ def dump_rest(sandbox: Sandbox) -> dict[str, Any]:
         "plants": state.plants.dump(),
         "coverage": sandbox.coverage.dump(),
     }
+
+
+def startup_scenarios(startup: StartupState) -> list[dict[str, Any]]:
+    """The scenarios a sandbox started with beyond the built-in set (`--scenarios`
+    files, a created sandbox's `scenarios`) as one scenario document, or none. A state
+    document carries them first in `scenarios_loaded`, so it names no scenario that it
+    does not hold: `mock-server validate` and a fresh server can read it."""
+    builtin = {id(scenario) for scenario in builtin_scenarios()}
+    records = [s.record for s in startup.scenarios if id(s) not in builtin]
+    return [{"scenarios": records}] if records else []
 
 
 def migrate(document: Any) -> Any:
@@ -191,14 +201,18 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     scale = clock_doc.number("time_scale", minimum=0, exclusive=True)
     clock = make_clock(mode, start=clock_doc.number("now"), time_scale=scale)
     scenarios = {s.name: s for s in sandbox.startup.scenarios}
-    built.loaded_documents = doc.list("scenarios_loaded")
-    for index, loaded in enumerate(built.loaded_documents):
+    documents = doc.list("scenarios_loaded")
+    for index, loaded in enumerate(documents):
         try:
             for scenario in parse_scenarios(loaded, f"state: scenarios_loaded[{index}]"):
                 scenarios[scenario.name] = scenario
         except ConfigError as exc:
             raise validation_error("; ".join(exc.problems)) from exc
     built.scenarios = scenarios
+    # This sandbox's own startup scenarios, when the document begins with them, are not
+    # loaded a second time at run time (a state put back where it came from).
+    own = startup_scenarios(sandbox.startup)
+    built.loaded_documents = documents[len(own) :] if documents[: len(own)] == own else documents
     try:
         catalog = parse_catalog(doc.list("catalog"), "state: catalog")
     except ConfigError as exc:
@@ -245,7 +259,7 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     for entry in doc.items("queue"):
         name = entry.string("scenario")
         if name not in scenarios:
-            raise validation_error(f"state: queue: unknown scenario {name!r}")
+            raise _not_loaded("state: queue", name)
         account_id = entry.optional_string("account_id")
         if account_id is not None and account_id not in state.accounts:
             raise validation_error(f"state: queue: no account {account_id}")
@@ -260,6 +274,14 @@ def restore(sandbox: Sandbox, document: Any) -> Restored:
     built.coverage = doc.child("coverage").data
     built.state = state
     return built
+
+
+def _not_loaded(where: str, name: str) -> ApiError:
+    return validation_error(
+        f"{where}: scenario {name!r} is not loaded: it is neither built in nor carried by "
+        "the document (add the scenario document that defines it, such as the content of "
+        "the --scenarios file the state was made with, to scenarios_loaded)"
+    )
 
 
 def _read_account(doc: Reader) -> Account:
@@ -300,7 +322,7 @@ def _read_order(
         raise validation_error(f"{doc.where}: no account {account_id}")
     name = doc.string("scenario")
     if name not in scenarios:
-        raise validation_error(f"{doc.where}: scenario {name!r} is not loaded")
+        raise _not_loaded(doc.where, name)
     history = doc.list("history")
     flat: tuple[str | float, ...] = ()
     for index, step in enumerate(history):
