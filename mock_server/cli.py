@@ -179,6 +179,12 @@ def _serve_parser() -> argparse.ArgumentParser:
         default=None,
         help="do not verify https:// webhook receivers' certificates [MOCK_WEBHOOK_INSECURE]",
     )
+    add(
+        "--url-file",
+        metavar="PATH",
+        default=_env("MOCK_URL_FILE"),
+        help="once listening, write the URL served (for a local client) here [MOCK_URL_FILE]",
+    )
     return parser
 
 
@@ -258,6 +264,7 @@ def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
         tls_ca_out=(args.tls_ca_out or tls.DEFAULT_CA_OUT) if args.tls else None,
         webhook_ca=args.webhook_ca,
         webhook_insecure=webhook_insecure,
+        url_file=args.url_file,
     )
     return settings, loop
 
@@ -336,7 +343,10 @@ async def serve(settings: Settings, startup: StartupState) -> None:
         await runner.cleanup()
         raise SystemExit(1) from exc
     host, port = runner.addresses[0][:2]
-    url = f"{'https' if settings.https else 'http'}://{_url_host(host)}:{port}"
+    scheme = "https" if settings.https else "http"
+    url = f"{scheme}://{_url_host(host)}:{port}"
+    if settings.url_file:
+        await _write_url_file(runner, settings.url_file, f"{scheme}://{local_host(host)}:{port}")
     print(f"listening on {url}", flush=True)
     print(banner(app, url), flush=True)
     _settle_garbage_collector()
@@ -348,8 +358,25 @@ async def serve(settings: Settings, startup: StartupState) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
         access_lines.flush()
+    if settings.url_file:
+        with contextlib.suppress(OSError):
+            os.remove(settings.url_file)
     await runner.cleanup()
     access_lines.flush()
+
+
+async def _write_url_file(runner: web.AppRunner, path: str, url: str) -> None:
+    """`--url-file`: the URL a client on this machine calls, written whole (a reader
+    never sees half of it); a file that cannot be written stops the start, exit 1."""
+    partial = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(partial, "w", encoding="utf-8") as file:
+            file.write(url + "\n")
+        os.replace(partial, path)
+    except OSError as exc:
+        print(f"cannot write the URL file {path}: {exc.strerror}", file=sys.stderr)
+        await runner.cleanup()
+        raise SystemExit(1) from exc
 
 
 def _server_ssl(settings: Settings) -> ssl.SSLContext | None:
@@ -385,6 +412,12 @@ def _settle_garbage_collector() -> None:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+def local_host(host: str) -> str:
+    """Where a client on this machine reaches a server bound to `host`: loopback for
+    the wildcard addresses, the address itself otherwise."""
+    return _url_host({"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host))
 
 
 WEBHOOK_INSECURE_WARNING = (

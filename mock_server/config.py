@@ -52,6 +52,9 @@ class Settings:
     # `webhook_insecure` turns verification off.
     webhook_ca: str | None = None
     webhook_insecure: bool = False
+    #: `--url-file PATH`: once listening, the server writes the URL a local client
+    #: calls there (the container's health check reads it: docs/docker.md).
+    url_file: str | None = None
 
     @property
     def https(self) -> bool:

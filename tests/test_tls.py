@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator
@@ -34,7 +36,6 @@ from tests.test_cli import (  # noqa: F401 - `launch` is the fixture, shared
     launch,
     run_cli,
 )
-from tests.test_container import DOCKERFILE, healthcheck, parse_dockerfile, run_healthcheck
 
 ORDER = {"item_id": 1001, "quantity": 1, "merchant_order_id": "tls-1"}
 #: Longer than the happy path's settlement: the first delivery attempt falls due in it.
@@ -167,12 +168,24 @@ def test_wildcard_bind_certificate_names_the_machine_and_loopback():
 
 
 def test_the_images_healthcheck_speaks_https_when_tls_is_on(launch, tmp_path):
-    env = clean_env(MOCK_TLS="self-signed", MOCK_TLS_CA_OUT=str(tmp_path / "ca.pem"))
+    """The container's check (docs/docker.md) reads the URL the server wrote, scheme
+    included: no setting of its own has to say that HTTPS is on."""
+    url_file = tmp_path / "served.url"
+    env = clean_env(
+        MOCK_TLS="self-signed",
+        MOCK_TLS_CA_OUT=str(tmp_path / "ca.pem"),
+        MOCK_URL_FILE=str(url_file),
+    )
     server = launch(*MANUAL, env=env)
     port = server.wait_ready()
-    check = healthcheck(parse_dockerfile(DOCKERFILE.read_text("utf-8")))
-    assert run_healthcheck(check, env, port) == 0
-    assert run_healthcheck(check, clean_env(), port) != 0  # plain HTTP to a TLS port
+    assert url_file.read_text() == f"https://127.0.0.1:{port}\n"
+    check = [sys.executable, "-m", "mock_server.health"]
+    assert subprocess.run(check, env=env, timeout=10, check=False).returncode == 0
+    plain = subprocess.run(
+        [*check, f"http://127.0.0.1:{port}"], env=env, capture_output=True, timeout=10
+    )
+    assert plain.returncode == 1  # plain HTTP to a TLS port
+    assert plain.stderr.startswith(b"unhealthy: ")
 
 
 # -- serving HTTPS with a given certificate ------------------------------------------------
