@@ -115,3 +115,28 @@ async def client(make_client):
 @pytest.fixture
 async def merchant(client) -> Merchant:
     return await login(client)
+
+
+def pytest_collection_finish(session) -> None:
+    """The image's tests need an image built by a real engine (tests/container_engine.py):
+    start it now, so that it builds while the other tests run."""
+    from tests import container_engine
+
+    if any(item.path.name == "test_image.py" for item in session.items):
+        container_engine.start_preparing(container_engine.IMAGE_TAG)
+
+
+def pytest_sessionfinish(session) -> None:
+    from tests import container_engine
+
+    container_engine.clean_up()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Which engine and base image the image's tests used (tests/container_engine.py)."""
+    from tests.container_engine import NOTES
+
+    if NOTES:
+        terminalreporter.write_sep("-", "container image")
+        for note in NOTES:
+            terminalreporter.write_line(note)
