@@ -1,4 +1,5 @@
-"""`mock-server conformance`: has the real service drifted from this sandbox? (DESIGN 15)
+"""`mock-server conformance`: has the real service drifted from this sandbox?
+(docs/fidelity.md, "Has production drifted?")
 
 The same probes go to the service at `--base-url` and to a sandbox started here, and
 their answers are compared: status code, error `code` (or the token endpoint's

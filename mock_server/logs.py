@@ -1,10 +1,10 @@
 """One log line per request, as text or JSON (`--log-format`).
 
-Access lines bypass the `logging` machinery (a fifth of a lookup's cost went there):
-`AccessLog` hands what the line will say to a `LineSink`, a block-buffered writer that
-`serve` flushes a few times a second and on shutdown, and that flushes itself whenever
-`BATCH` lines are waiting; lines are formatted then, in one batch, not while a request
-is answered.
+Access lines bypass the `logging` machinery (a large share of a lookup's cost went
+there: bench/FINDINGS.md section 1): `AccessLog` hands what the line will say to a
+`LineSink`, a block-buffered writer that `serve` flushes a few times a second and on
+shutdown, and that flushes itself whenever `BATCH` lines are waiting; lines are
+formatted then, in one batch, not while a request is answered.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web import BaseRequest, StreamResponse
 
 FLUSH_INTERVAL = 0.2
-#: Lines rendered in one pass at most: under load, 0.2 s of lines (4,000 at 20,000
-#: requests/s) took 3 ms to render, a stall every request in flight then waited out.
+#: Lines rendered in one pass at most: under load, rendering a whole flush interval's
+#: lines at once was a stall that every request in flight waited out, and it set the
+#: lookup's p99 (bench/FINDINGS.md section 8).
 BATCH = 256
 
 

@@ -1,4 +1,5 @@
-"""`--mock-server-coverage`: what a test session exercised of the contract (DESIGN 15).
+"""`--mock-server-coverage`: what a test session exercised of the contract
+(docs/pytest.md, "Coverage of the contract").
 
 Each `mock_server` fixture hands its sandbox's `GET /_mock/coverage` to this plugin at
 teardown; the reports are merged (under pytest-xdist, each worker merges its own and

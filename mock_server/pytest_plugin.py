@@ -1,11 +1,12 @@
 """pytest plugin (entry point `pytest11`): the `mock_server` and `webhook_receiver`
-fixtures, the `mock_server` marker and the `--mock-server-url` option (DESIGN 10).
+fixtures, the `mock_server` marker and the `--mock-server-url` option (docs/pytest.md).
 
 In-process (the default), each test gets a fresh sandbox on a free port, in its own
 thread and event loop, with a manual clock. With `--mock-server-url URL` the same
 fixtures drive an already running server: each test gets a sandbox of its own there
-(DESIGN 12), created with the marker's options and deleted at teardown, so parallel
-workers (`pytest -n 8`) sharing one server never see each other's orders or clocks.
+(docs/pytest.md, "Against a running instance"), created with the marker's options and
+deleted at teardown, so parallel workers (`pytest -n 8`) sharing one server never see
+each other's orders or clocks.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Scenarios: fulfillment scripts as data (DESIGN section 6).
+"""Scenarios: fulfillment scripts as data (docs/scenarios.md).
 
 A scenario is a list of timed steps that drive one order through the lifecycle engine.
 This module turns YAML into validated, immutable `Scenario` objects and refuses, with
@@ -298,8 +298,9 @@ def _parse_steps(record: dict[str, Any]) -> tuple[Step, ...]:
                     "put the delay on the next step",
                 )
             if step.status != "processing":
-                # The script goes straight on after the code (DESIGN 6): the code's own
-                # move to processing is made explicit, so both forms play the same.
+                # The script goes straight on after the code (docs/scenarios.md, "After
+                # `need_client_code`"): the code's own move to processing is made
+                # explicit, so both forms play the same.
                 steps.append(Step(0.0, "processing"))
         steps.append(step)
     if steps[-1].status == "need_client_code":
@@ -387,7 +388,7 @@ def _parse_deliver(raw: dict[str, Any], value: Any) -> Deliver:
 
 def _check_implied_deliver(raw: dict[str, Any], status: str, value: Any) -> None:
     """`deliver` on a terminal step other than partial may only restate what its status
-    implies (DESIGN 6): `completed` delivers every unit, `failed` nothing."""
+    implies (docs/scenarios.md): `completed` delivers every unit, `failed` nothing."""
     if status not in TERMINAL:
         raise _Problem(raw, "deliver", f"'deliver' belongs on a terminal step, not {status}")
     found = _PERCENT.match(value) if isinstance(value, str) else None

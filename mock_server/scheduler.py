@@ -171,8 +171,9 @@ class Scheduler:
             if not pending_io:
                 continue
             # A few workers take the batch's I/O in order, each under the shared limit:
-            # a task per awaitable cost ~2 KB while it waited, and 100,000 webhooks
-            # falling due together left several hundred MB of heap behind.
+            # a task per awaitable held memory while it waited, and many webhooks
+            # falling due together left the heap grown for good (bench/FINDINGS.md
+            # section 3b).
             workers = min(IO_CONCURRENCY, len(pending_io))
             drains = [self._drain(pending_io) for _ in range(workers)]
             if await_io:

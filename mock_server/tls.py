@@ -1,5 +1,6 @@
-"""TLS at both ends (DESIGN 14): the HTTPS the server listens with, and the trust its
-webhook sender places in `https://` receivers.
+"""TLS at both ends: the HTTPS the server listens with, and the trust its webhook
+sender places in `https://` receivers (docs/webhooks.md, "HTTPS receivers"; the README's
+configuration table for the flags).
 
 Plain values in, `ssl` objects out: the CLI maps flags to these calls, `create_app`
 maps the webhook settings. `trustme` (and through it `cryptography`) is imported only

@@ -156,7 +156,7 @@ class WebhookSender:
             self._schedule(delivery, delivery.next_attempt_at)
 
     def _count(self, delivery: Delivery, status_code: int | None, manual: bool) -> None:
-        """Coverage of webhook outcomes (DESIGN 15), after an attempt was recorded."""
+        """Coverage's `webhook_outcomes`, after an attempt was recorded."""
         coverage = self._sandbox.coverage
         if status_code is not None and 200 < status_code < 300:
             coverage.count("webhook_outcomes", "2xx that is not 200")

@@ -1,8 +1,9 @@
 """The front door: merchant calls answered before aiohttp's router and middleware chain.
 
-Every request to an `Application` is resolved against its router (some 300 routes: each
-is mirrored under a sandbox's base path) and run through the middleware chain. For the
-merchant API's few paths that was a third of what a lookup cost beyond returning bytes.
+Every request to an `Application` is resolved against its router (every route is also
+mirrored under a sandbox's base path, so it holds many) and run through the middleware
+chain. For the merchant API's few paths that was a large share of what a lookup cost
+beyond returning bytes (bench/FINDINGS.md section 8).
 The front door wraps the server's handler: it matches a merchant call by its method and
 path (on the root paths or under `/_mock/sandboxes/{id}`) and hands it to the app's
 `MerchantCalls` itself, which is what the edge middleware would have done; anything else

@@ -155,7 +155,7 @@ def dumps(data: Any) -> bytes:
 
 
 #: Given as a header, not as `content_type=` and `charset=`, which aiohttp would compose
-#: anew for every response (0.7 us of a lookup's ~45).
+#: anew for every response (bench/FINDINGS.md section 8).
 _JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
 
 
@@ -181,8 +181,9 @@ class OrderRenderings:
         if cached is None or cached[0] is not order or cached[1] != order.version:
             if len(self._bodies) >= self.LIMIT:
                 self._bodies.clear()
-            # Copied to its own size: orjson's result keeps its whole working buffer
-            # (8 KiB for an order), and 10,000 of those held 80 MB.
+            # Copied to its own size: orjson's result keeps its whole working buffer,
+            # many times an order's JSON, and a full cache of those held far more than
+            # the bodies themselves (bench/FINDINGS.md section 3b).
             body = bytes(memoryview(dumps(order.to_json())))
             cached = (order, order.version, body)
             self._bodies[order.id] = cached

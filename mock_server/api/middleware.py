@@ -107,7 +107,8 @@ def _check_control_token(
     request: web.Request, admin_token: str, sandboxes: Sandboxes, sandbox_id: str | None
 ) -> None:
     """The admin token opens every control call; a sandbox's control token opens the
-    control calls under its own base path and nothing else (DESIGN 12)."""
+    control calls under its own base path and nothing else (docs/control-api.md,
+    "Sandboxes")."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     token = token.strip().encode()
     if scheme.lower() == "bearer":

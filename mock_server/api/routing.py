@@ -1,4 +1,5 @@
-"""Which sandbox a request is for (DESIGN 12), decided once per request at the edge.
+"""Which sandbox a request is for, decided once per request at the edge (the rules:
+docs/control-api.md, "Sandboxes").
 
 Every route is served twice: on the root paths and under a sandbox's base path
 `/_mock/sandboxes/{sandbox}`. Under a base path the id names the sandbox. On the root

@@ -1,4 +1,5 @@
-"""`/_mock/coverage` (DESIGN 15): what the run exercised of the contract, and what not."""
+"""`/_mock/coverage`: what the run exercised of the contract, and what not
+(docs/control-api.md, "Coverage")."""
 
 from __future__ import annotations
 

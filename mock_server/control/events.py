@@ -1,4 +1,5 @@
-"""`GET /_mock/events`: the sandbox's live event stream as Server-Sent Events (DESIGN 13).
+"""`GET /_mock/events`: the sandbox's live event stream as Server-Sent Events
+(docs/control-api.md, "Live events").
 
 The first event is `ready` (`{"now"}`); then `order`, `delivery`, `clock`, `reset` and
 `journal` as they happen. Frames waiting for this reader go out in one write; a
@@ -19,10 +20,10 @@ from ..domain.events import READER_BUFFER
 
 KEEP_ALIVE_SECONDS = 15.0
 #: After a write, frames gather this long before the next one: under load a dashboard
-#: gets one write per 0.2 s rather than one per merchant call (five open dashboards
-#: cost the merchant API a quarter of its rate when every event woke each of them, and
-#: 11% of lookups and 20% of creations with a write every 50 ms; bench/FINDINGS.md
-#: section 7). The first event after a quiet spell goes out at once.
+#: gets one write per 0.2 s rather than one per merchant call (open dashboards slowed
+#: the merchant API plainly when every event woke each of them, and still measurably
+#: with a write every 50 ms; bench/FINDINGS.md sections 6 and 7, bench/EVENTS.md). The
+#: first event after a quiet spell goes out at once.
 LINGER_SECONDS = 0.2
 
 

@@ -1,4 +1,4 @@
-"""The control API under `/_mock` (DESIGN section 8): thin wrappers over `Sandbox`.
+"""The control API under `/_mock` (docs/control-api.md): thin wrappers over `Sandbox`.
 
 Reading never mutates. Each handler is one call to a `Sandbox` method that the pytest
 plugin can call directly too.

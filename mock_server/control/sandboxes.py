@@ -1,4 +1,5 @@
-"""`/_mock/sandboxes`: create, list, read and drop isolated sandboxes (DESIGN 12).
+"""`/_mock/sandboxes`: create, list, read and drop isolated sandboxes
+(docs/control-api.md, "Sandboxes").
 
 These act on the server, not on one sandbox, so they are served on the root paths only
 (not under a sandbox's base path).
@@ -41,7 +42,7 @@ async def delete_sandbox(request: web.Request) -> web.Response:
 
 
 def created_view(entry: Entry, url: str) -> dict[str, Any]:
-    """DESIGN 12's answer to a create: where it is, how to control it, and the first
+    """The answer to a create: where it is, how to control it, and the first
     account's credentials."""
     account = next(iter(entry.sandbox.state.accounts.values()), None)
     view = entry.view(url)

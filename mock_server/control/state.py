@@ -1,4 +1,4 @@
-"""`GET, PUT /_mock/state` (DESIGN 14): the sandbox's whole state as one JSON document.
+"""`GET, PUT /_mock/state` (docs/state.md): the sandbox's whole state as one JSON document.
 
 Attach "the state my bug happened in" to a report, or start a test from a saved state.
 `PUT` checks the document as strictly as the files are checked, and replaces nothing

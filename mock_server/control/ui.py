@@ -1,4 +1,4 @@
-"""The dashboard (DESIGN 13): `GET /_mock/ui/` and its files, and `GET /` leading there.
+"""The dashboard (docs/dashboard.md): `GET /_mock/ui/` and its files, and `GET /` leading there.
 
 The files are shipped in the package (`data/ui/`) and read once; nothing is loaded from
 another host. They carry no data (the page reads everything through the documented

@@ -1,4 +1,5 @@
-"""Merchant accounts (DESIGN 5.2): who can call, with what money, and where webhooks go.
+"""Merchant accounts: who can call, with what money, and where webhooks go (`--accounts`,
+the README's "Files").
 
 Balances are integer cents. Without an accounts file there is one default account.
 """

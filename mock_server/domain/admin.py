@@ -1,4 +1,4 @@
-"""Control-plane operations on accounts, API keys and the catalog (DESIGN section 8).
+"""Control-plane operations on accounts, API keys and the catalog (docs/control-api.md).
 
 Plain functions over `State`: the `/_mock` handlers and the pytest plugin call the
 same ones. Every change is checked whole before anything is applied.
@@ -122,7 +122,7 @@ def patch_account(state: State, account_id: str, body: dict[str, Any]) -> Accoun
 
 
 def replace_accounts(state: State, data: Any) -> list[Account]:
-    """Every account replaced by those of an accounts document (DESIGN 5.2, as JSON)."""
+    """Every account replaced by those of an accounts document (an `--accounts` file, as JSON)."""
     try:
         specs = parse_accounts(data, "request body")
     except ConfigError as exc:

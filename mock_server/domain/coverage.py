@@ -1,4 +1,5 @@
-"""Coverage of the contract (DESIGN 15): what a run exercised, and what it never did.
+"""Coverage of the contract: what a run exercised, and what it never did
+(docs/control-api.md, "Coverage").
 
 Counters by area and item. Each area has a universe, the items the spec makes possible
 (for `scenarios`, the scenarios loaded), so the report can list what was never

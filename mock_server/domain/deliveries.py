@@ -114,7 +114,8 @@ class Delivery:
             self.status, self.next_attempt_at = "failed", None
 
     def order_view(self) -> dict[str, Any]:
-        """The order's `webhook` object (DESIGN section 4)."""
+        """The order's `webhook` object (its sub-fields, which spec 2.1 leaves open:
+        docs/fidelity.md)."""
         last = self.attempts[-1] if self.attempts else None
         return {
             "status": "pending" if self.status == "dropped" else self.status,
@@ -167,7 +168,7 @@ def event_body(order: Order) -> bytes:
 class ByOrder:
     """Each order's deliveries, in the order they were made. Most orders have exactly
     one: it is kept as itself, and a list only once a copy follows (a one-element list
-    per order cost ~90 bytes, 9 MB per 100,000 delivered webhooks)."""
+    per order cost ~90 bytes; bench/FINDINGS.md section 7)."""
 
     __slots__ = ("_of",)
 

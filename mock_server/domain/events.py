@@ -1,4 +1,5 @@
-"""The live event stream of one sandbox (DESIGN 13): what changed, for whoever listens.
+"""The live event stream of one sandbox: what changed, for whoever listens
+(docs/control-api.md, "Live events").
 
 The sandbox publishes `order`, `delivery`, `clock`, `reset` and `journal` events; the
 readers of `GET /_mock/events` share one bounded log of encoded frames, each at its own
@@ -68,8 +69,9 @@ class Reader:
 
 class EventHub:
     """One log of encoded frames shared by every reader, each at its own position: a
-    publish appends once and wakes only the readers asleep, whatever their number (a
-    buffer per reader cost each merchant call a microsecond per open dashboard).
+    publish appends once and wakes only the readers asleep, whatever their number (with
+    a buffer per reader, each merchant call paid for every open dashboard;
+    bench/FINDINGS.md section 7).
 
     `order_body` renders an order's JSON: the app passes its rendering cache, so an
     order event and the answer that follows it share one encoding."""

@@ -1,4 +1,4 @@
-"""Injected faults for the merchant API (DESIGN section 8, `/_mock/faults`).
+"""Injected faults for the merchant API (`/_mock/faults`, docs/control-api.md "Faults").
 
 A fault matches a method and a path (`fnmatch` pattern, so `/api/v1/orders/*` works)
 and answers `status` instead of the real response, `times` times (or until cleared).

@@ -76,7 +76,7 @@ class Order:
     next_step: int = 0
     expected_code: str | None = None
     timer: Job | None = None
-    #: How its scenario was chosen (DESIGN 15); shared between orders chosen alike.
+    #: How its scenario was chosen (`scenario_reason`); shared between orders chosen alike.
     scenario_reason: ScenarioReason | None = None
     #: Bumped by every change the merchant can see, so a rendering of the order can be
     #: reused until the order changes (lookups are the hottest call). Visible fields

@@ -69,7 +69,7 @@ class Plants:
             if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
                 raise validation_error("tags must be an array of strings")
             changes["tags"] = list(tags)
-        if "status" in body:  # null is outside the enum too (DESIGN 4)
+        if "status" in body:  # null is outside the enum too (docs/fidelity.md, 4.6)
             if body["status"] not in PLANT_STATUSES:
                 raise validation_error(f"status must be one of {', '.join(PLANT_STATUSES)}")
             changes["status"] = body["status"]

@@ -1,4 +1,5 @@
-"""Seeded sources of ids, tokens and delivered codes (DESIGN principle 2: determinism).
+"""Seeded sources of ids, tokens and delivered codes: with `--seed` and the manual clock
+the same requests give byte-identical answers (README, "Configuration").
 
 Each kind of value has its own stream derived from the seed, so that, say, a token
 exchange never shifts the ids of later orders. Every stream is a `random.Random`, so a
@@ -17,7 +18,8 @@ _CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes get typ
 class Randomness:
     """`namespace` (a sandbox's id; empty for the default sandbox) goes into every token
     and generated API key, so that sandboxes with the same seed never hand out the same
-    credential (DESIGN 12: tokens and generated keys are unique server-wide)."""
+    credential: tokens and generated keys are unique server-wide, which the root paths'
+    routing by credential relies on (docs/control-api.md, "Sandboxes")."""
 
     def __init__(self, seed: int, namespace: str = "") -> None:
         self.seed = seed

@@ -86,8 +86,8 @@ class QueuedScenario:
 
 
 class Sandbox:
-    """One whole isolated world (DESIGN 12): its accounts, catalog copy, orders,
-    deliveries, journal, random sequence, and its own clock and scheduler.
+    """One whole isolated world (docs/control-api.md, "Sandboxes"): its accounts, catalog
+    copy, orders, deliveries, journal, random sequence, and its own clock and scheduler.
 
     `namespace` is the sandbox's id, put into the tokens and API keys it generates so
     they are unique server-wide (empty for the default sandbox: today's credentials).
@@ -112,9 +112,9 @@ class Sandbox:
         )
         self.scheduler = Scheduler(clock)
         self.state = self._fresh_state(clock)
-        #: What changed, for the readers of `GET /_mock/events` (DESIGN 13).
+        #: What changed, for the readers of `GET /_mock/events`.
         self.events = events or EventHub(encode_json)
-        #: What the run exercised (DESIGN 15); a reset keeps it.
+        #: What the run exercised (`GET /_mock/coverage`); a reset keeps it.
         self.coverage = Coverage()
         #: Told of every change, to keep a state file up to date (`persistence`).
         self.recorder: Recorder | None = None
@@ -331,7 +331,7 @@ class Sandbox:
 
     def explain(self, body: Any) -> dict[str, Any]:
         """`POST /_mock/scenarios/explain`: the scenario an order request would get, why,
-        and for every scenario with a `match` the first key that failed (DESIGN 15).
+        and for every scenario with a `match` the first key that failed.
         Nothing is created, charged or taken from the queue."""
         if not isinstance(body, dict):
             raise validation_error("The request body must be a JSON object")
@@ -361,7 +361,7 @@ class Sandbox:
     def _choose(
         self, forced: Scenario | None, queued: QueuedScenario | None, request: OrderRequest
     ) -> tuple[Scenario, selection.ScenarioReason]:
-        """The scenario an order gets, and why (DESIGN 15): the header's, else the
+        """The scenario an order gets, and why: the header's, else the
         queue's, else the first automatic rule that matches."""
         if forced is not None:
             return forced, selection.by_header(forced.name)
@@ -396,7 +396,7 @@ class Sandbox:
         self.loaded_documents.append(data)
         return loaded
 
-    # -- saved state (DESIGN 14) ---------------------------------------------------------
+    # -- saved state (docs/state.md) -----------------------------------------------------
 
     def dump_state(self) -> dict[str, Any]:
         return snapshot.dump(self)

@@ -1,9 +1,10 @@
-"""The body of `POST /_mock/sandboxes` (DESIGN 12) turned into a checked `StartupState`.
+"""The body of `POST /_mock/sandboxes` turned into a checked `StartupState`.
 
 Every key is optional; an unset one comes from the server's own startup state. The
-content keys (`catalog`, `accounts`, `scenarios`) take what the files of DESIGN 5 and 6
-hold, as JSON, and are checked by the same parsers, so a sandbox refuses exactly what
-the server would refuse at start-up. Nothing is built until everything has passed.
+content keys (`catalog`, `accounts`, `scenarios`) take what the `--catalog`,
+`--accounts` and `--scenarios` files hold, as JSON, and are checked by the same parsers,
+so a sandbox refuses exactly what the server would refuse at start-up. Nothing is built
+until everything has passed.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def parse_sandbox_options(body: dict[str, Any], base: StartupState) -> SandboxOp
 def with_own_keys(accounts: tuple[AccountSpec, ...], keys: list[str]) -> tuple[AccountSpec, ...]:
     """The server's accounts with one new API key each (`keys`, in order): a sandbox that
     did not bring its own accounts must not share `ak_test_default` with the default
-    sandbox, or that key would stop working on the root token endpoint (DESIGN 12)."""
+    sandbox, or that key would stop working on the root token endpoint."""
     return tuple(replace(spec, api_keys=(key,)) for spec, key in zip(accounts, keys, strict=True))
 
 

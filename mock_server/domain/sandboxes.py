@@ -1,4 +1,5 @@
-"""The sandboxes one server holds (DESIGN 12): the default one and those made at run time.
+"""The sandboxes one server holds: the default one and those made at run time
+(docs/control-api.md, "Sandboxes").
 
 A sandbox is a whole `Sandbox`; this registry only creates, finds, expires and drops
 them, and routes credentials to them:
@@ -98,7 +99,7 @@ class Sandboxes:
     # -- creating and dropping ----------------------------------------------------------
 
     def create(self, body: dict[str, Any]) -> Entry:
-        """A new sandbox from `body` (DESIGN 12), started; all or nothing."""
+        """A new sandbox from `body` (a `POST /_mock/sandboxes` body), started; all or nothing."""
         options = parse_sandbox_options(body, self.default.sandbox.startup)
         self.expire_idle()
         if len(self._live) >= self._limit:

@@ -1,4 +1,5 @@
-"""Which scenario an order gets, and why (DESIGN 6 and 15).
+"""Which scenario an order gets, and why (docs/scenarios.md, "Selecting one";
+docs/control-api.md, "Why this scenario").
 
 First that applies: the `X-Mock-Scenario` header, the queue, the first scenario whose
 `match` holds (in load order), `need_client_code` for items marked `client_code`, else

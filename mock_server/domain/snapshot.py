@@ -1,4 +1,4 @@
-"""A sandbox's whole state as one JSON document, and back (DESIGN 14).
+"""A sandbox's whole state as one JSON document, and back (docs/state.md).
 
 `dump` is what `GET /_mock/state` answers and what `--state` files keep; `restore`
 checks a document as strictly as the configuration files are checked, builds a complete

@@ -19,8 +19,9 @@ __all__ = ["DOCUMENT_PATHS", "add_routes", "build_openapi", "serve_docs_file", "
 
 
 def __getattr__(name: str) -> Any:
-    """`build_openapi` is imported when first asked for: the schemas' modules cost a
-    server's start-up 11 ms, and most runs never serve the document."""
+    """`build_openapi` is imported when first asked for: importing the schemas' modules
+    would lengthen every start-up (bench/FINDINGS.md section 7), and most runs never
+    serve the document."""
     if name == "build_openapi":
         from .document import build_openapi
 

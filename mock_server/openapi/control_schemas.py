@@ -57,7 +57,7 @@ def _account_input(*, key_required: bool) -> Schema:
             "signature_headers": header_names,
         },
         required=["email"],
-        description="An accounts-file entry (DESIGN 5.2).",
+        description="An accounts-file entry (`--accounts`).",
     )
     if key_required:
         schema["anyOf"] = [{"required": ["api_key"]}, {"required": ["api_keys"]}]
@@ -89,7 +89,7 @@ def _control_account_schemas() -> dict[str, Schema]:
         "AccountsDocument": obj(
             {"accounts": array(_account_input(key_required=True), minItems=1)},
             extra=True,
-            description="An accounts file's content (DESIGN 5.2).",
+            description="An accounts file's content (`--accounts`), as JSON.",
         ),
         "AccountPatch": obj(patch, required=[]),
         "Ledger": obj(
@@ -248,7 +248,7 @@ def _scenario_schemas() -> dict[str, Schema]:
             ),
         },
         required=["name", "steps"],
-        description="A fulfillment script (DESIGN section 6, docs/scenarios.md).",
+        description="A fulfillment script (docs/scenarios.md).",
     )
     pricing_view = obj(
         {"delta_percent": nullable(number()), "unit_price": nullable(integer(minimum=0))}
@@ -383,7 +383,7 @@ def _inspection_schemas() -> dict[str, Schema]:
                 "source": enum(["header", "queue", "match", "client_code", "default"]),
                 "detail": string("Which header, queue entry, match keys or item."),
             },
-            description="How the scenario was chosen (DESIGN 15).",
+            description="How the scenario was chosen (docs/control-api.md).",
         ),
         "OrderList": obj(
             {

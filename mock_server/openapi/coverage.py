@@ -1,4 +1,4 @@
-"""`/_mock/coverage` (DESIGN 15): its operations and schema."""
+"""`/_mock/coverage` (docs/control-api.md, "Coverage"): its operations and schema."""
 
 from __future__ import annotations
 

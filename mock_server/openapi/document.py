@@ -41,10 +41,10 @@ TAGS = [
     ("Control: webhooks", "Webhook deliveries and their attempts."),
     ("Control: faults", "Faults injected into the merchant API."),
     ("Control: request journal", "The merchant API calls answered."),
-    ("Control: sandboxes", "Isolated sandboxes in one server (DESIGN 12)."),
-    ("Control: live events", "What changes, as it happens (DESIGN 13)."),
-    ("Control: coverage", "What a run exercised of the contract (DESIGN 15)."),
-    ("Control: state", "The sandbox's whole state as one document (DESIGN 14)."),
+    ("Control: sandboxes", "Isolated sandboxes in one server."),
+    ("Control: live events", "What changes, as it happens."),
+    ("Control: coverage", "What a run exercised of the contract."),
+    ("Control: state", "The sandbox's whole state as one document."),
 ]
 
 DESCRIPTION = f"""\

@@ -1,4 +1,4 @@
-"""`GET /_mock/events` (DESIGN 13): the live stream, described for tools."""
+"""`GET /_mock/events`, the live stream, described for tools (docs/control-api.md)."""
 
 from __future__ import annotations
 

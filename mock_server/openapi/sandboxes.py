@@ -1,4 +1,4 @@
-"""`/_mock/sandboxes` (DESIGN 12): its operations and schemas."""
+"""`/_mock/sandboxes` (docs/control-api.md, "Sandboxes"): its operations and schemas."""
 
 from __future__ import annotations
 
@@ -98,11 +98,11 @@ def sandbox_schemas() -> dict[str, Schema]:
                 "start_time": nullable(string("Virtual clock start, ISO 8601.")),
                 "clock": nullable(enum(["manual", "real"], "Its own clock mode.")),
                 "time_scale": nullable(number("Real clock speed-up.", exclusiveMinimum=0)),
-                "catalog": {"description": "Catalog feed content (DESIGN 5.1), as JSON."},
+                "catalog": {"description": "Catalog feed content (spec 2.2), as JSON."},
                 "accounts": nullable(
-                    obj({}, extra=True, description="Accounts file content (DESIGN 5.2).")
+                    obj({}, extra=True, description="Accounts file content (`--accounts`).")
                 ),
-                "scenarios": {"description": "Scenario file content (DESIGN 6), as JSON."},
+                "scenarios": {"description": "Scenario file content (docs/scenarios.md), as JSON."},
                 "ttl": nullable(
                     number(
                         "Idle seconds before it expires (default --sandbox-ttl).",

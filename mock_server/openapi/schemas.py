@@ -104,7 +104,7 @@ def _order_schemas() -> dict[str, Schema]:
                 "next_attempt_at": nullable(timestamp("When the next retry is due.")),
             },
             description="Delivery status of the order-result webhook (sub-fields chosen by "
-            "the sandbox, DESIGN section 4). A scripted `drop` stays `pending`.",
+            "the sandbox, docs/fidelity.md). A scripted `drop` stays `pending`.",
         ),
         "OrderRequest": obj(
             {
@@ -231,7 +231,7 @@ def _merchant_schemas() -> dict[str, Schema]:
             },
             required=["id"],
             extra=True,
-            description="Spec 2.4, plus the integer `id` its 400 and 404 need (DESIGN 4). "
+            description="Spec 2.4, plus the integer `id` its 400 and 404 need. "
             "Absent fields, and null name, category or tags, are left unchanged; a status "
             "outside the enum (null included) is a 400.",
         ),

@@ -1,4 +1,4 @@
-"""`/_mock/state` (DESIGN 14): the portable state document."""
+"""`/_mock/state` (docs/state.md): the portable state document."""
 
 from __future__ import annotations
 
