@@ -37,7 +37,7 @@ SPEC_ORDER_FIELDS = (
     "completed_at",
     "webhook",
 )
-#: The built-in scenarios DESIGN section 6 promises, in its order.
+#: The built-in scenarios docs/scenarios.md lists, in its order.
 BUILTIN_SCENARIOS = (
     "happy_path",
     "out_of_stock_partial",

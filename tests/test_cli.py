@@ -1,4 +1,5 @@
-"""The command line as a user meets it (DESIGN section 3): real processes, real signals.
+"""The command line as a user meets it (the README's "Configuration"): real processes,
+real signals.
 
 Every server binds 127.0.0.1 with `--port 0` and is read line by line against a
 deadline; no test sleeps for a fixed time. Leftover processes are killed by the

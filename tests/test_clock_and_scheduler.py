@@ -1,4 +1,4 @@
-"""Virtual time and the timer heap, tested without a server (DESIGN section 7)."""
+"""Virtual time and the timer heap, tested without a server (docs/control-api.md, "Clock")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The file loaders (DESIGN sections 5 and 6): catalog, accounts and scenarios.
+"""The file loaders: catalog, accounts and scenarios (the README's "Files",
+docs/scenarios.md).
 
 Unit tests, no server. A refusal must name the file, the line of the offending key
 (YAML) and the reason; `line_no` finds the expected line in the test's own text, so

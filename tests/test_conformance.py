@@ -1,4 +1,4 @@
-"""`mock-server conformance` (DESIGN 15): the drift check, run against a sandbox that
+"""`mock-server conformance` (docs/fidelity.md): the drift check, run against a sandbox that
 answers like this one and against one changed to drift in a status code, an error code
 and a field type. Every probe must leave the probed service without an order or a
 charge."""

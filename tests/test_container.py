@@ -30,7 +30,7 @@ DOCKERIGNORE = ROOT / ".dockerignore"
 README = ROOT / "README.md"
 LISTENING = re.compile(r"^listening on http://0\.0\.0\.0:(\d+)$")
 START_TIMEOUT = 15.0  # seconds; a cold interpreter on a busy CI machine
-STOP_WITHIN = 1.0  # DESIGN section 3: SIGTERM stops it within a second
+STOP_WITHIN = 1.0  # SIGTERM stops it cleanly within a second (docs/docker.md)
 
 
 # -- reading the Dockerfile -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The control plane under `/_mock` (DESIGN sections 6 and 8), driven through HTTP only:
+"""The control plane under `/_mock` (docs/control-api.md), driven through HTTP only:
 accounts, API keys, the catalog, scenarios and their queue, faults, the request journal,
 the ledger, reset and the admin token."""
 

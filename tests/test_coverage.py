@@ -1,4 +1,4 @@
-"""Coverage of the contract (DESIGN 15): `GET /_mock/coverage` counts what a run
+"""Coverage of the contract (docs/control-api.md): `GET /_mock/coverage` counts what a run
 exercised, lists what it never did, and the pytest plugin merges it over a session."""
 
 from __future__ import annotations

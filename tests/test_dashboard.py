@@ -1,4 +1,4 @@
-"""The dashboard (issue 12, DESIGN 13) in a real browser.
+"""The dashboard (docs/dashboard.md) in a real browser.
 
 Headless Chromium (Debian's package) driven by Playwright's sync API against an
 in-process sandbox on the manual clock. Nothing here waits on wall time: Playwright's

@@ -1,4 +1,4 @@
-"""The live event stream, `GET /_mock/events` (DESIGN 13), read as a tool reads it.
+"""The live event stream, `GET /_mock/events` (docs/control-api.md), read as a tool reads it.
 
 Every event comes from a call the test makes on the manual clock; reads are bounded by
 a timeout, never a sleep.

@@ -1,4 +1,5 @@
-"""The order lifecycle through HTTP on a manual clock (spec 2.1 and 3, DESIGN 6-8).
+"""The order lifecycle through HTTP on a manual clock (spec 2.1 and 3;
+docs/scenarios.md, docs/control-api.md).
 
 Every test drives virtual time with `advance`; nothing waits on wall time.
 """

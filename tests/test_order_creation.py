@@ -1,4 +1,4 @@
-"""Placing an order: POST /api/v1/orders and /v1/orders (spec 4.3 and 7, DESIGN 4).
+"""Placing an order: POST /api/v1/orders and /v1/orders (spec 4.3 and 7; docs/fidelity.md).
 
 What a 201 looks like, what it costs (integer cents), and every refusal: its status,
 its envelope `{"detail", "code"}` and the promise that a refused request created and
@@ -40,7 +40,7 @@ ORDER_FIELDS = set(SPEC_ORDER_FIELDS)
 
 
 def write_accounts(tmp_path: Path, *accounts: dict[str, Any]) -> str:
-    """An accounts file (DESIGN 5.2); account n gets email shopN@, key ak_shop_N."""
+    """An accounts file (`--accounts`); account n gets email shopN@, key ak_shop_N."""
     records = [
         {
             "email": f"shop{n}@example.com",

@@ -1,4 +1,4 @@
-"""Many isolated sandboxes in one server (DESIGN 12).
+"""Many isolated sandboxes in one server (docs/control-api.md, "Sandboxes").
 
 Every test drives virtual time with `advance`; sandbox expiry runs on an injected wall
 clock, so nothing here waits on wall time.

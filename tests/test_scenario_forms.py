@@ -1,6 +1,6 @@
-"""Scenario files written the way DESIGN section 6 writes them load everywhere.
+"""Scenario files written the way docs/scenarios.md writes them load everywhere.
 
-Two forms people write from DESIGN: `deliver` on a terminal step that agrees with its
+Two forms people write from those docs: `deliver` on a terminal step that agrees with its
 status (`completed: all`, `failed: 0%`), and a step straight after `need_client_code`
 that is not an explicit `processing` (the code itself moves the order to processing).
 Each must load from a file at start-up, through `mock-server validate` and through
@@ -25,7 +25,7 @@ from tests.conftest import BASE_SETTINGS, login
 DESIGN_FORMS = """\
 scenarios:
   - name: code_then_completed
-    description: Straight on after the code, as DESIGN 6 writes it.
+    description: Straight on after the code, as docs/scenarios.md writes it.
     steps:
       - after: 1s
         status: processing

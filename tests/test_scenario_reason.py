@@ -1,4 +1,4 @@
-"""Why an order got its scenario (DESIGN 15): `scenario_reason` on every order, and
+"""Why an order got its scenario (docs/control-api.md): `scenario_reason` on every order, and
 `POST /_mock/scenarios/explain` for a request not yet sent, with near misses."""
 
 from __future__ import annotations

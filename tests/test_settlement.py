@@ -1,7 +1,7 @@
 """Settlement arithmetic: how a scripted terminal step becomes a spec-valid outcome.
 
 Pure functions, no server: spec 2.1 (error, refund_amount, delivered_quantity) and
-spec 3.2 rules 4-5, DESIGN section 6 ("at run time the rules of the spec win").
+spec 3.2 rules 4-5 (docs/scenarios.md, "What is refused": at run time the spec wins).
 """
 
 from __future__ import annotations

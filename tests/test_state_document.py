@@ -1,4 +1,4 @@
-"""The portable state document, `GET / PUT /_mock/state` (DESIGN 14).
+"""The portable state document, `GET / PUT /_mock/state` (docs/state.md).
 
 A state saved in one sandbox and loaded into a fresh one must be the same state: the
 same answers now, and the same future when both are driven alike (pending steps and

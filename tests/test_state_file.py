@@ -1,4 +1,4 @@
-"""`--state PATH` (DESIGN 14): state that survives a restart and a `kill -9`, refused
+"""`--state PATH` (docs/state.md): state that survives a restart and a `kill -9`, refused
 honestly when the file cannot be used, and never written without the flag.
 
 The servers are real processes (as a CI container runs them), on the manual clock.

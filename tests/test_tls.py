@@ -1,5 +1,5 @@
-"""HTTPS at both ends (DESIGN 14): the server listening with TLS, and webhooks sent to
-`https://` receivers, verified unless told otherwise.
+"""HTTPS at both ends: the server listening with TLS, and webhooks sent to `https://`
+receivers, verified unless told otherwise (docs/webhooks.md, "HTTPS receivers").
 
 Real processes, as in test_cli.py (whose helpers these reuse): every server binds
 127.0.0.1 with `--port 0`, runs the manual clock, and is read against a deadline.

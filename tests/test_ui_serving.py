@@ -1,4 +1,4 @@
-"""Serving the dashboard (DESIGN 13): its page at `/_mock/ui/`, `GET /` leading there,
+"""Serving the dashboard (docs/dashboard.md): its page at `/_mock/ui/`, `GET /` leading there,
 open with `--admin-token` (the page carries no data), and the same under a sandbox's
 base path."""
 
