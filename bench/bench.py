@@ -1,9 +1,9 @@
-"""The sandbox's benchmarks (DESIGN section 9): one command, one table.
+"""The sandbox's benchmarks (bench/README.md): one command, one table.
 
     bash bench/run.sh            # installs wrk if missing, then runs this file
     python bench/bench.py [--duration 5] [--runs 3] [--connections 16] [--no-write]
 
-Measures, against the bars of DESIGN section 9:
+Measures, against the base and ceiling bars of bench/README.md:
 
 * requests/s and p50/p99 latency of order lookup, order creation and token exchange,
   with wrk, each also as a ratio against two bare aiohttp apps (`bare_app.py`) answering
@@ -272,8 +272,8 @@ class Endpoint:
     title: str
     script: str
     path: str  # the URL path wrk calls (lookup: the order id is appended)
-    bar: float | None  # minimum ratio of bare aiohttp's requests/s (DESIGN 9)
-    #: Issue 15: (which bare row, minimum ratio of its requests/s); p99 is held to the same row.
+    bar: float | None  # base bar: minimum ratio of bare aiohttp's requests/s
+    #: Ceiling bar: (which bare row, minimum ratio of its requests/s); p99 is held to that row.
     ceiling_bar: tuple[str, float] | None = None
     runs: dict[str, list[WrkRun]] = field(
         default_factory=lambda: {name: [] for name in TARGET_NAMES}
@@ -613,7 +613,7 @@ def memory_only(orders: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description="Run the sandbox benchmarks (DESIGN 9).")
+    parser = argparse.ArgumentParser(description="Run the sandbox benchmarks (bench/README.md).")
     parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run")
     parser.add_argument("--warmup", type=int, default=2, help="seconds of warm-up run")
     parser.add_argument("--runs", type=int, default=3, help="measured wrk runs per server")

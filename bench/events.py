@@ -1,4 +1,4 @@
-"""Live dashboards' cost to the merchant API (DESIGN 13, issue "the dashboard").
+"""Live dashboards' cost to the merchant API (`GET /_mock/events`, docs/dashboard.md).
 
     python bench/events.py [--readers 5] [--duration 5] [--runs 5] [--no-write]
 

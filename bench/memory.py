@@ -1,4 +1,5 @@
-"""RSS of a sandbox server holding orders created as a client creates them (DESIGN 9).
+"""RSS of a sandbox server holding orders created as a client creates them
+(bench/README.md, "What is measured, and how").
 
     bash bench/run.sh --only memory [--orders 100000]      # this part only, 2-3 minutes
     python bench/memory.py create URL TOKEN COUNT PREFIX    # the client alone

@@ -1,4 +1,4 @@
-"""The benchmark report: the table against the bars of DESIGN section 9, the machine,
+"""The benchmark report: the table against the bars of bench/README.md, the machine,
 and every individual run."""
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from inproc import LIFE_SECONDS
 
 REPO = Path(__file__).resolve().parent.parent
 
-# DESIGN section 9.
+# The base bars (bench/README.md, "The bars").
 BAR_LOOKUP_RATIO = 0.60
 BAR_CREATE_RATIO = 0.40
 BAR_START_S = 0.5
-# RSS holding 100,000 orders created over HTTP: DESIGN 9 asks 200 MiB; held tighter.
+# RSS holding 100,000 orders created over HTTP: the first bar was 200 MiB; held tighter.
 BAR_RSS_HTTP_MIB = 160.0
 BAR_RSS_WEBHOOKS_MIB = 250.0
 BAR_ADVANCE_MS = 20.0
-# Issue 15, aiohttp's own ceiling, as ratios against the bare apps run in the same session:
+# The ceiling bars, aiohttp's own ceiling, as ratios against the bare apps of the session:
 # lookup against the bare app on uvloop answering pre-encoded bytes; creation against the
 # bare app on asyncio that parses the body and encodes its answer; p99 against the same
 # bare row as the endpoint's requests/s; start-up against the bare app on asyncio.
@@ -105,15 +105,15 @@ def http_rows(endpoint: Any, bars: dict[str, bool]) -> list[Row]:
         shown = [f"{r:.0%}" if attr == "rps" else f"{r:.2f}×" for r in ratios]
         checks: list[tuple[str, str, bool]] = []
         if attr == "rps" and endpoint.bar is not None:
-            checks.append((endpoint.title, f"≥ {endpoint.bar:.0%} of bare asyncio (DESIGN 9)",
+            checks.append((endpoint.title, f"≥ {endpoint.bar:.0%} of bare asyncio (base)",
                            ratios[0] >= endpoint.bar))  # fmt: skip
         if endpoint.ceiling_bar is not None and attr != "p50_ms":
             name, minimum = endpoint.ceiling_bar
             ratio = endpoint.ratio_to(name, attr)
             if attr == "rps":
-                text, ok = f"≥ {minimum:.0%} of {BARE_TITLES[name]} (15)", ratio >= minimum
+                text, ok = f"≥ {minimum:.0%} of {BARE_TITLES[name]} (ceiling)", ratio >= minimum
             else:
-                text = f"≤ {BAR_P99_VS_BARE:.1f}× {BARE_TITLES[name]}'s (15)"
+                text = f"≤ {BAR_P99_VS_BARE:.1f}× {BARE_TITLES[name]}'s (ceiling)"
                 ok = ratio <= BAR_P99_VS_BARE
             checks.append((f"{endpoint.title} {label} vs {BARE_TITLES[name]}", text, ok))
         bar, result = _bars(checks, bars) if checks or attr == "rps" else ("", "")
@@ -187,9 +187,9 @@ def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, d
     start_ratio = start["sandbox"] / start["bare"]
     bar, result = _bars(
         [
-            ("process start to first answer", f"≤ {BAR_START_S * 1000:.0f} ms (DESIGN 9)",
+            ("process start to first answer", f"≤ {BAR_START_S * 1000:.0f} ms (base)",
              start["sandbox"] <= BAR_START_S),
-            ("start vs bare asyncio", f"≤ {BAR_START_VS_BARE:.1f}× bare asyncio (15)",
+            ("start vs bare asyncio", f"≤ {BAR_START_VS_BARE:.1f}× bare asyncio (ceiling)",
              start_ratio <= BAR_START_VS_BARE),
         ],
         bars,
@@ -214,7 +214,7 @@ def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, d
         "ratio",
         "bare uvloop pre-encoded",
         "ratio",
-        "bar (DESIGN 9; issue 15)",
+        "bar (base; ceiling)",
         "result",
     )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -228,8 +228,8 @@ def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, d
     details = render_details(results)
     report = (
         "# Benchmark results\n\n"
-        "Written by `bash bench/run.sh` (see bench/README.md); bars from DESIGN section 9 "
-        "and issue 15 (aiohttp's ceiling). Ratios are the sandbox's median over the bare "
+        "Written by `bash bench/run.sh` (see bench/README.md); bars from bench/README.md "
+        "(base, and ceiling: aiohttp's own ceiling). Ratios are the sandbox's median over the bare "
         "app's median, measured in the same session: *bare asyncio* parses each request "
         "body and encodes each answer on asyncio's loop; *bare uvloop pre-encoded* answers "
         "bytes encoded once, on uvloop (aiohttp's ceiling).\n\n"

@@ -1,4 +1,4 @@
-"""Sandboxes at scale (DESIGN 12, issue "many isolated sandboxes"): one command.
+"""Sandboxes at scale (docs/control-api.md, "Sandboxes"): one command.
 
     python bench/sandboxes.py [--others 1000] [--duration 5] [--runs 5] [--no-write]
 

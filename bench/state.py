@@ -1,4 +1,4 @@
-"""The cost of `--state` and of HTTPS (DESIGN 14, issue "state ... and HTTPS").
+"""The cost of `--state` and of HTTPS (docs/state.md; `--tls` in the README).
 
     python bench/state.py [--orders 100000] [--duration 5] [--runs 5] [--no-write]
 
