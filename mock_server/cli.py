@@ -1,6 +1,7 @@
 """`mock-server`: serve (the default), validate config files, generate a catalog.
 
-Every flag has an environment variable (DESIGN section 3); a flag beats its variable.
+Every flag has an environment variable (the README's configuration table); a flag beats
+its variable.
 Configuration problems exit 1 with one `file:line: reason` per problem on stderr.
 """
 
@@ -397,14 +398,13 @@ def _server_ssl(settings: Settings) -> ssl.SSLContext | None:
 def _settle_garbage_collector() -> None:
     """Everything built at start-up (a restored state included) lives as long as the
     process: move it out of the collector's way, frozen as it is (a collection first
-    would find some 40 objects of garbage and cost 15 ms, 95 ms after restoring
-    100,000 orders). Then collect young objects often and in small steps: orders live
-    on, so each young collection's time is its survivors. A first generation of 50,000
-    (the earlier setting) paused a request for 5-7 ms per collection and would have
-    built a second generation whose collection took 100 ms; 2,000 and 5 keep each
-    pause near 1 ms at the same total cost (`bench/FINDINGS.md` section 7). Full
-    collections stay rare: what a request allocates is almost all freed by reference
-    counting (an order and its delivery, which refer to each other, live on anyway)."""
+    would find almost no garbage, at a cost that grows with the state restored). Then
+    collect young objects often and in small steps: orders live on, so each young
+    collection's time is its survivors. A large first generation made each pause long
+    and would have built a second generation slow to collect; 2,000 and 5 keep each
+    pause short at the same total cost (bench/FINDINGS.md section 7). Full collections
+    stay rare: what a request allocates is almost all freed by reference counting (an
+    order and its delivery, which refer to each other, live on anyway)."""
     gc.freeze()
     gc.set_threshold(2_000, 5, 1_000)
     gc.enable()

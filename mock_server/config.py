@@ -40,10 +40,10 @@ class Settings:
     journal_size: int = 1000
     sandbox_ttl: float = 3600.0
     max_sandboxes: int = 1000
-    #: `--state PATH`: keep every sandbox's state in this SQLite file (DESIGN 14).
+    #: `--state PATH`: keep every sandbox's state in this SQLite file (docs/state.md).
     state: str | None = None
-    # HTTPS (DESIGN 14): either `tls="self-signed"` (CA written to `tls_ca_out`) or a
-    # `tls_cert` + `tls_key` pair; none of them serves plain HTTP.
+    # HTTPS (the README's configuration table): either `tls="self-signed"` (CA written
+    # to `tls_ca_out`) or a `tls_cert` + `tls_key` pair; none of them serves plain HTTP.
     tls: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
