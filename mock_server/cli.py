@@ -1,7 +1,7 @@
 """`mock-server`: serve (the default), validate config files, generate a catalog.
 
 Every flag has an environment variable (the README's configuration table); a flag beats
-its variable.
+its variable. Flags, variables, help and defaults all come from `config.SERVE_OPTIONS`.
 Configuration problems exit 1 with one `file:line: reason` per problem on stderr.
 """
 
@@ -24,7 +24,7 @@ from aiohttp import web
 
 from . import loops, tls
 from .clock import ClockError, parse_iso
-from .config import DEFAULT_PORT, Settings, load_startup
+from .config import SERVE_OPTIONS, Option, Settings, load_startup
 from .domain.sandbox import StartupState
 from .domain.sandbox_options import MAX_TTL
 from .errors import StateFileError
@@ -32,15 +32,8 @@ from .logs import FLUSH_INTERVAL, AccessLog, LineSink, configure_logging
 from .sourcefile import ConfigError
 
 COMMANDS = ("serve", "validate", "catalog", "conformance")
-_NUMERIC_ENV = {
-    "MOCK_PORT": int,
-    "MOCK_TIME_SCALE": float,
-    "MOCK_JOURNAL_SIZE": int,
-    "MOCK_SEED": int,
-    "MOCK_SANDBOX_TTL": float,
-    "MOCK_MAX_SANDBOXES": int,
-}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+_OPTIONS_BY_NAME = {option.name: option for option in SERVE_OPTIONS}
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -48,145 +41,58 @@ def _env(name: str, default: Any = None) -> Any:
     return value if value not in (None, "") else default
 
 
-def _serve_parser() -> argparse.ArgumentParser:
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps help at spaces only, so a path or a flag (`./mock-server-ca.pem`,
+    `--tls-cert`) is never cut at its hyphen."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap  # as argparse does: only when help is shown
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    """The parser of `mock-server [serve]`, one argument per `config.SERVE_OPTIONS`."""
     parser = argparse.ArgumentParser(
         prog="mock-server",
         description="A high-fidelity sandbox of the digital-goods ordering service. "
         "Sub-commands: serve (default), validate PATH..., catalog generate, "
         "conformance --base-url URL --api-key KEY.",
+        formatter_class=_HelpFormatter,
     )
-    add = parser.add_argument
-    add("--host", default=_env("MOCK_HOST", "127.0.0.1"), help="bind address [MOCK_HOST]")
-    add(
-        "--port",
-        type=int,
-        default=_env("MOCK_PORT", str(DEFAULT_PORT)),
-        help="port, 0 picks a free one [MOCK_PORT]",
-    )
-    add("--catalog", default=_env("MOCK_CATALOG"), help="catalog snapshot JSON/YAML [MOCK_CATALOG]")
-    add(
-        "--scenarios",
-        action="append",
-        default=None,
-        help=f"scenario file or folder, repeatable [MOCK_SCENARIOS, '{os.pathsep}'-separated]",
-    )
-    add("--accounts", default=_env("MOCK_ACCOUNTS"), help="accounts YAML [MOCK_ACCOUNTS]")
-    add(
-        "--webhook-url",
-        default=_env("MOCK_WEBHOOK_URL"),
-        help="webhook URL of the default account [MOCK_WEBHOOK_URL]",
-    )
-    add(
-        "--clock",
-        choices=("real", "manual"),
-        default=_env("MOCK_CLOCK", "real"),
-        help="clock mode [MOCK_CLOCK]",
-    )
-    add(
-        "--time-scale",
-        type=float,
-        default=_env("MOCK_TIME_SCALE", "1"),
-        help="real clock: virtual time runs X times faster [MOCK_TIME_SCALE]",
-    )
-    add(
-        "--start-time",
-        default=_env("MOCK_START_TIME"),
-        help="virtual clock start, ISO 8601 [MOCK_START_TIME]",
-    )
-    add(
-        "--seed",
-        type=int,
-        default=_env("MOCK_SEED"),
-        help="makes ids, codes and tokens reproducible [MOCK_SEED]",
-    )
-    add(
-        "--admin-token",
-        default=_env("MOCK_ADMIN_TOKEN"),
-        help="require 'Authorization: Bearer T' on /_mock [MOCK_ADMIN_TOKEN]",
-    )
-    add(
-        "--log-format",
-        choices=("text", "json"),
-        default=_env("MOCK_LOG_FORMAT", "text"),
-        help="one line per request [MOCK_LOG_FORMAT]",
-    )
-    add(
-        "--loop",
-        default=_env("MOCK_LOOP", "auto"),
-        help="event loop: auto (uvloop when installed), uvloop or asyncio [MOCK_LOOP]",
-    )
-    add(
-        "--cors-origin",
-        default=_env("MOCK_CORS_ORIGIN", "*"),
-        help="origins allowed from a browser, comma-separated [MOCK_CORS_ORIGIN]",
-    )
-    add(
-        "--journal-size",
-        type=int,
-        default=_env("MOCK_JOURNAL_SIZE", "1000"),
-        help="merchant calls kept in the request journal [MOCK_JOURNAL_SIZE]",
-    )
-    add(
-        "--sandbox-ttl",
-        type=float,
-        default=_env("MOCK_SANDBOX_TTL", "3600"),
-        help="idle seconds before a created sandbox expires [MOCK_SANDBOX_TTL]",
-    )
-    add(
-        "--max-sandboxes",
-        type=int,
-        default=_env("MOCK_MAX_SANDBOXES", "1000"),
-        help="most sandboxes created and alive at once [MOCK_MAX_SANDBOXES]",
-    )
-    add(
-        "--state",
-        metavar="PATH",
-        default=_env("MOCK_STATE"),
-        help="keep every sandbox's state in this file and resume from it [MOCK_STATE]",
-    )
-    add(
-        "--tls",
-        metavar="self-signed",
-        default=_env("MOCK_TLS"),
-        help="serve HTTPS with a certificate from a local CA made at start [MOCK_TLS]",
-    )
-    add(
-        "--tls-ca-out",
-        metavar="PATH",
-        default=_env("MOCK_TLS_CA_OUT"),
-        help=f"--tls self-signed: write the CA here (./{tls.DEFAULT_CA_OUT}) [MOCK_TLS_CA_OUT]",
-    )
-    add(
-        "--tls-cert",
-        metavar="PATH",
-        default=_env("MOCK_TLS_CERT"),
-        help="serve HTTPS with this PEM certificate (chain) [MOCK_TLS_CERT]",
-    )
-    add(
-        "--tls-key",
-        metavar="PATH",
-        default=_env("MOCK_TLS_KEY"),
-        help="the PEM private key of --tls-cert [MOCK_TLS_KEY]",
-    )
-    add(
-        "--webhook-ca",
-        metavar="PATH",
-        default=_env("MOCK_WEBHOOK_CA"),
-        help="also trust this CA for https:// webhook receivers [MOCK_WEBHOOK_CA]",
-    )
-    add(
-        "--webhook-insecure",
-        action="store_true",
-        default=None,
-        help="do not verify https:// webhook receivers' certificates [MOCK_WEBHOOK_INSECURE]",
-    )
-    add(
-        "--url-file",
-        metavar="PATH",
-        default=_env("MOCK_URL_FILE"),
-        help="once listening, write the URL served (for a local client) here [MOCK_URL_FILE]",
-    )
+    for option in SERVE_OPTIONS:
+        parser.add_argument(option.flag, **_argument(option))
     return parser
+
+
+def _argument(option: Option) -> dict[str, Any]:
+    """`add_argument`'s keywords for `option`. A switch and a repeatable option read
+    their variable after parsing (`_webhook_insecure`, `_scenarios`); any other takes
+    its variable, else the source's default, as argparse's default."""
+    argument: dict[str, Any] = {"help": _help(option)}
+    if option.kind is bool:
+        return {**argument, "action": "store_true", "default": None}
+    argument["metavar"] = option.metavar
+    if option.repeatable:
+        return {**argument, "action": "append", "default": None}
+    argument["default"] = _env(option.env, option.default)
+    if option.kind is not str:
+        argument["type"] = option.kind
+    if option.choices:
+        argument["choices"] = option.choices
+    return argument
+
+
+def _help(option: Option) -> str:
+    """`--help`'s line: what the option does, its variable and its default."""
+    if option.kind is bool:
+        variable = f"{option.env}={_TRUE[0]}"
+    elif option.repeatable:
+        variable = f"repeatable; {option.env}, '{os.pathsep}'-separated"
+    else:
+        variable = option.env
+    text = f"{option.help} [{variable}; default: {option.shown_default}]"
+    return text.replace("%", "%%")  # argparse formats help with %
 
 
 def parse_settings(argv: Sequence[str]) -> Settings:
@@ -196,56 +102,23 @@ def parse_settings(argv: Sequence[str]) -> Settings:
 
 def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
     """argv + environment -> (Settings, the event loop to serve on: uvloop or asyncio)."""
-    parser = _serve_parser()
-    for name, kind in _NUMERIC_ENV.items():  # reported even when a flag overrides it
-        value = _env(name)
-        if value is not None:
-            try:
-                kind(value)
-            except ValueError:
-                parser.error(f"{name}: invalid {kind.__name__} value {value!r}")
+    parser = serve_parser()
+    _refuse_malformed_numbers_in_env(parser)
     args = parser.parse_args(list(argv))
-    scenarios = args.scenarios
-    if scenarios is None:
-        scenarios = [p for p in _env("MOCK_SCENARIOS", "").split(os.pathsep) if p]
-    start_time = None
-    if args.start_time:
-        try:
-            start_time = parse_iso(args.start_time)
-        except ClockError as exc:
-            parser.error(f"--start-time: {exc}")
-    if not math.isfinite(args.time_scale) or args.time_scale <= 0:
-        parser.error("--time-scale must be a finite number > 0")
-    if not 0 <= args.port <= 65535:
-        parser.error("--port must be 0..65535")
-    if args.journal_size < 0:
-        parser.error("--journal-size must be >= 0")
-    if not math.isfinite(args.sandbox_ttl) or not 0 < args.sandbox_ttl <= MAX_TTL:
-        parser.error(
-            f"--sandbox-ttl must be a number of seconds > 0 and <= {MAX_TTL:.0f} (30 days)"
-        )
-    if args.max_sandboxes < 0:
-        parser.error("--max-sandboxes must be >= 0")
+    scenarios = _scenarios(args.scenarios)
+    start_time = _start_time(parser, args.start_time)
+    _check_ranges(parser, args)
     try:
         loop = loops.resolve(args.loop)
     except loops.LoopError as exc:
         parser.error(str(exc))
     webhook_insecure = _webhook_insecure(parser, args.webhook_insecure)
-    problem = tls.flag_problem(
-        mode=args.tls,
-        cert=args.tls_cert,
-        key=args.tls_key,
-        ca_out=args.tls_ca_out,
-        webhook_ca=args.webhook_ca,
-        webhook_insecure=webhook_insecure,
-    )
-    if problem:
-        parser.error(problem)
+    _check_tls(parser, args, webhook_insecure)
     settings = Settings(
         host=args.host,
         port=args.port,
         catalog=args.catalog,
-        scenarios=tuple(scenarios),
+        scenarios=scenarios,
         accounts=args.accounts,
         webhook_url=args.webhook_url,
         clock=args.clock,
@@ -270,12 +143,78 @@ def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
     return settings, loop
 
 
+def _refuse_malformed_numbers_in_env(parser: argparse.ArgumentParser) -> None:
+    """A numeric variable that does not parse is reported even when a flag overrides
+    it: argparse itself would only notice it when the variable is used."""
+    for option in SERVE_OPTIONS:
+        value = _env(option.env)
+        if option.kind in (int, float) and value is not None:
+            try:
+                option.kind(value)
+            except ValueError:
+                parser.error(f"{option.env}: invalid {option.kind.__name__} value {value!r}")
+
+
+def _scenarios(flags: list[str] | None) -> tuple[str, ...]:
+    """`--scenarios`, given any number of times; else `MOCK_SCENARIOS`'s paths."""
+    if flags is not None:
+        return tuple(flags)
+    option = _OPTIONS_BY_NAME["scenarios"]
+    paths = _env(option.env)
+    if paths is None:
+        return option.default
+    return tuple(path for path in paths.split(os.pathsep) if path)
+
+
+def _start_time(parser: argparse.ArgumentParser, text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return parse_iso(text)
+    except ClockError as exc:
+        parser.error(f"--start-time: {exc}")
+
+
+def _check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if not math.isfinite(args.time_scale) or args.time_scale <= 0:
+        parser.error("--time-scale must be a finite number > 0")
+    if not 0 <= args.port <= 65535:
+        parser.error("--port must be 0..65535")
+    if args.journal_size < 0:
+        parser.error("--journal-size must be >= 0")
+    if not math.isfinite(args.sandbox_ttl) or not 0 < args.sandbox_ttl <= MAX_TTL:
+        parser.error(
+            f"--sandbox-ttl must be a number of seconds > 0 and <= {MAX_TTL:.0f} (30 days)"
+        )
+    if args.max_sandboxes < 0:
+        parser.error("--max-sandboxes must be >= 0")
+
+
+def _check_tls(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, webhook_insecure: bool
+) -> None:
+    problem = tls.flag_problem(
+        mode=args.tls,
+        cert=args.tls_cert,
+        key=args.tls_key,
+        ca_out=args.tls_ca_out,
+        webhook_ca=args.webhook_ca,
+        webhook_insecure=webhook_insecure,
+    )
+    if problem:
+        parser.error(problem)
+
+
 def _webhook_insecure(parser: argparse.ArgumentParser, flag: bool | None) -> bool:
     if flag:
         return True
-    value = _env("MOCK_WEBHOOK_INSECURE", "0").strip().lower()
+    option = _OPTIONS_BY_NAME["webhook_insecure"]
+    value = _env(option.env)
+    if value is None:
+        return option.default
+    value = value.strip().lower()
     if value not in _TRUE + _FALSE:
-        parser.error(f"MOCK_WEBHOOK_INSECURE: {value!r} is neither of {_TRUE + _FALSE}")
+        parser.error(f"{option.env}: {value!r} is neither of {_TRUE + _FALSE}")
     return value in _TRUE
 
 

@@ -1,5 +1,10 @@
 """Settings: read once at the edge (CLI / env / fixture), frozen, passed inward.
 
+`Settings`' field defaults are the server's defaults; `SERVE_OPTIONS` says how a user
+sets each field (flag, environment variable, help), and the CLI, `mock-server --help`
+and the README's configuration table all show the defaults from there
+(tests/test_defaults.py holds the README to it).
+
 `load_startup` turns the file paths in `Settings` into the checked `StartupState` the
 sandbox starts from (and returns to on reset). Nothing below this module reads the
 environment or a path of its own accord.
@@ -8,8 +13,9 @@ environment or a path of its own accord.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import resources
+from typing import Any
 
 from .domain.accounts import AccountSpec, default_accounts, load_accounts
 from .domain.catalog import Catalog, load_catalog, parse_catalog
@@ -17,6 +23,7 @@ from .domain.randomness import fresh_seed
 from .domain.sandbox import StartupState
 from .scenarios import builtin_scenarios, load_scenario_paths
 from .sourcefile import ConfigError, parse_text
+from .tls import DEFAULT_CA_OUT, SELF_SIGNED
 
 DEFAULT_PORT = 8080
 MAX_BODY_BYTES = 1024 * 1024
@@ -59,6 +66,158 @@ class Settings:
     @property
     def https(self) -> bool:
         return self.tls is not None or self.tls_cert is not None
+
+
+_FIELD_DEFAULTS = {field.name: field.default for field in fields(Settings)}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting of `mock-server serve` as a user meets it.
+
+    `name` is the `Settings` field it sets and spells the flag and the environment
+    variable: `time_scale` is `--time-scale` and `MOCK_TIME_SCALE`. Its default is that
+    field's, so nothing else repeats it.
+    """
+
+    name: str
+    help: str
+    #: What the value parses as: str, int or float; bool is a switch (no value).
+    kind: type = str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    #: The flag may be given again, adding a value; the variable is `os.pathsep`-separated.
+    repeatable: bool = False
+    #: The default in words, where the field's value is not what a user meets: no value
+    #: (`None`: "embedded sample"), or one applied later (`--tls-ca-out`).
+    default_text: str | None = None
+    #: Only for an option that sets no `Settings` field: `--loop` (the event loop is
+    #: chosen before there is an app to hand settings to).
+    own_default: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return "MOCK_" + self.name.upper()
+
+    @property
+    def default(self) -> Any:
+        """The value without the flag or its variable: the `Settings` field's default."""
+        if self.own_default is not None:
+            return self.own_default
+        return _FIELD_DEFAULTS[self.name]
+
+    @property
+    def shown_default(self) -> str:
+        """The default as `--help` and the README say it: the words the option carries,
+        else the value as typed on the command line (`8080`, `1`), `none` for no value
+        and `off` for a switch."""
+        if self.default_text is not None:
+            return self.default_text
+        value = self.default
+        if value is None:
+            return "none"
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        if isinstance(value, float):
+            return f"{value:g}"
+        return str(value)
+
+
+#: Every option of `mock-server serve`, in the order `--help` lists them.
+SERVE_OPTIONS: tuple[Option, ...] = (
+    Option("host", "bind address"),
+    Option("port", "port, 0 picks a free one", kind=int),
+    Option(
+        "catalog",
+        "catalog snapshot JSON/YAML",
+        metavar="PATH",
+        default_text="embedded sample",
+    ),
+    Option(
+        "scenarios",
+        "scenario file or folder, added to the built-in set",
+        metavar="PATH",
+        repeatable=True,
+        default_text="built-in set",
+    ),
+    Option("accounts", "accounts YAML", metavar="PATH", default_text="one default account"),
+    Option("webhook_url", "webhook URL of the default account", metavar="URL"),
+    Option("clock", "clock mode", choices=("real", "manual")),
+    Option(
+        "time_scale",
+        "real clock: virtual time runs X times faster",
+        kind=float,
+        metavar="X",
+    ),
+    Option("start_time", "virtual clock start, ISO 8601", metavar="ISO", default_text="now"),
+    Option(
+        "seed",
+        "makes ids, codes and tokens reproducible",
+        kind=int,
+        metavar="N",
+        default_text="random (shown in the banner)",
+    ),
+    Option("admin_token", "require 'Authorization: Bearer T' on /_mock", metavar="T"),
+    Option("log_format", "one line per request", choices=("text", "json")),
+    Option(
+        "loop",
+        "event loop: auto (uvloop when installed), uvloop or asyncio",
+        own_default="auto",
+    ),
+    Option(
+        "cors_origin",
+        "origins allowed from a browser, comma-separated",
+        metavar="ORIGIN",
+    ),
+    Option("journal_size", "merchant calls kept in the request journal", kind=int, metavar="N"),
+    Option(
+        "sandbox_ttl",
+        "idle seconds before a created sandbox expires",
+        kind=float,
+        metavar="S",
+    ),
+    Option("max_sandboxes", "most sandboxes created and alive at once", kind=int, metavar="N"),
+    Option(
+        "state",
+        "keep every sandbox's state in this file and resume from it",
+        metavar="PATH",
+        default_text="none (memory only)",
+    ),
+    Option(
+        "tls",
+        "serve HTTPS with a certificate from a local CA made at start",
+        metavar=SELF_SIGNED,
+        default_text="off (plain HTTP)",
+    ),
+    Option(
+        "tls_ca_out",
+        "--tls self-signed: write the CA here",
+        metavar="PATH",
+        default_text=f"./{DEFAULT_CA_OUT}",
+    ),
+    Option("tls_cert", "serve HTTPS with this PEM certificate (chain)", metavar="PATH"),
+    Option("tls_key", "the PEM private key of --tls-cert", metavar="PATH"),
+    Option(
+        "webhook_ca",
+        "also trust this CA for https:// webhook receivers",
+        metavar="PATH",
+        default_text="system trust store",
+    ),
+    Option(
+        "webhook_insecure",
+        "do not verify https:// webhook receivers' certificates",
+        kind=bool,
+    ),
+    Option(
+        "url_file",
+        "once listening, write the URL served (for a local client) here",
+        metavar="PATH",
+    ),
+)
 
 
 @functools.cache
