@@ -259,11 +259,15 @@ def without_provenance(answers: dict[str, Any]) -> dict[str, Any]:
     one tells the truth about having been restored: a loaded scenario's `source` (read
     from `scenarios_loaded` of the saved state), and the attempt number in a planned
     webhook job's label (counted when the job was planned; a restored job counts the
-    manual redeliveries made since). What each list holds, and in which order, stays."""
+    manual redeliveries made since). What each list holds, and in which order, stays,
+    except among jobs due at the same instant: webhook attempts that fall due together
+    go out concurrently, so their retries are planned in the order the attempts ended."""
     for scenario in answers["/_mock/scenarios"]["scenarios"]:
         scenario["source"] = None
-    for job in answers["/_mock/jobs?upcoming=100"]["upcoming"]:
+    jobs = answers["/_mock/jobs?upcoming=100"]["upcoming"]
+    for job in jobs:
         job["job"] = re.sub(r" attempt \d+ ", " attempt ", job["job"])
+    jobs.sort(key=lambda job: (job["due"], job["job"]))  # stable for distinct instants
     return answers
 
 
