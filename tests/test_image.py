@@ -195,6 +195,24 @@ def test_mock_settings_take_effect_one_by_one(image, tmp_path):
         wait_for(lambda: _json_access_line(container.logs()[1]), "a JSON access line", 10)
 
 
+def test_the_real_clock_webhook_and_url_file_settings_take_effect(image):
+    settings = {
+        "MOCK_TIME_SCALE": "60",
+        "MOCK_WEBHOOK_URL": "http://127.0.0.1:9/hooks",  # never called: nothing settles
+        "MOCK_WEBHOOK_INSECURE": "1",
+        "MOCK_URL_FILE": "/tmp/elsewhere.url",
+    }
+    with running(image, options=tuple(f"--env={k}={v}" for k, v in settings.items())) as c:
+        engine.wait_listening(c)
+        clock = call(c.url() + "/_mock/clock")[1]
+        assert (clock["mode"], clock["time_scale"]) == ("real", 60.0)
+        (account,) = call(c.url() + "/_mock/accounts")[1]["accounts"]
+        assert account["webhook_url"] == "http://127.0.0.1:9/hooks"
+        assert "--webhook-insecure" in c.logs()[0]  # the banner warns
+        served = docker("exec", c.id, "cat", "/tmp/elsewhere.url").stdout
+        assert served == "http://127.0.0.1:8080\n"
+
+
 def _json_access_line(stderr: str) -> bool:
     """MOCK_LOG_FORMAT=json: request lines (written out every 0.2 s) are JSON objects."""
     return any(line.startswith("{") and '"status"' in line for line in stderr.splitlines())
@@ -330,12 +348,10 @@ def test_the_testcontainers_python_snippet_runs_against_the_image(image, tmp_pat
 @pytest.mark.parametrize("heading", ["GitHub Actions", "GitLab CI"])
 def test_the_ci_snippets_are_valid_yaml_with_the_image_as_a_service(heading):
     snippet = _snippet(heading, "yaml")
-    document = yaml.safe_load(snippet)
-    text = snippet
-    assert "ordering-sandbox" in text
-    assert "--mock-server-url" in text  # the pytest plugin against the service
-    assert "/_mock/health" in text  # waited on before the tests
-    assert isinstance(document, dict)
+    assert isinstance(yaml.safe_load(snippet), dict)
+    assert "ordering-sandbox" in snippet
+    assert "--mock-server-url" in snippet  # the pytest plugin against the service
+    assert "/_mock/health" in snippet  # waited on before the tests
 
 
 @pytest.mark.parametrize("heading", ["Testcontainers for Java", "Testcontainers for Node"])
