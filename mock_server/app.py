@@ -31,8 +31,9 @@ from .control import scripting as control_scripting
 from .control import state as control_state
 from .control import ui as control_ui
 from .domain.events import EventHub
-from .domain.sandbox import Sandbox, StartupState
+from .domain.sandbox import Sandbox
 from .domain.sandboxes import Sandboxes
+from .domain.startup import StartupState
 from .tls import webhook_ssl
 from .webhooks import WebhookSender
 

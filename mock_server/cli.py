@@ -25,8 +25,8 @@ from aiohttp import web
 from . import loops, tls
 from .clock import ClockError, parse_iso
 from .config import SERVE_OPTIONS, Option, Settings, load_startup
-from .domain.sandbox import StartupState
 from .domain.sandbox_options import MAX_TTL
+from .domain.startup import StartupState
 from .errors import StateFileError
 from .logs import FLUSH_INTERVAL, AccessLog, LineSink, configure_logging
 from .sourcefile import ConfigError

@@ -20,8 +20,8 @@ from typing import Any
 from .domain.accounts import AccountSpec, default_accounts, load_accounts
 from .domain.catalog import Catalog, load_catalog, parse_catalog
 from .domain.randomness import fresh_seed
-from .domain.sandbox import StartupState
-from .scenarios import builtin_scenarios, load_scenario_paths
+from .domain.scenarios import builtin_scenarios, load_scenario_paths
+from .domain.startup import StartupState
 from .sourcefile import ConfigError, parse_text
 from .tls import DEFAULT_CA_OUT, SELF_SIGNED
 

@@ -29,8 +29,8 @@ from aiohttp import web
 
 from . import loops, tls
 from .config import Settings
-from .domain.orders import STATUSES, TERMINAL
-from .domain.sandbox import StartupState
+from .domain.startup import StartupState
+from .domain.statuses import STATUSES, TERMINAL
 from .webhooks import verify
 
 #: What `wait_for_webhook` can wait for: the order status an event carries, and the

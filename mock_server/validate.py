@@ -17,7 +17,7 @@ from typing import Any
 
 from .domain.accounts import parse_accounts
 from .domain.catalog import parse_catalog
-from .scenarios import load_scenario_paths, parse_scenarios
+from .domain.scenarios import load_scenario_paths, parse_scenarios
 from .sourcefile import ConfigError, read_file
 
 

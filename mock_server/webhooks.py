@@ -21,7 +21,7 @@ import aiohttp
 # `sign` lives with the deliveries it signs; it is still `mock_server.webhooks.sign`.
 from .domain.deliveries import SIGNATURE_PREFIX, Attempt, Delivery, sign, signed_headers
 from .domain.orders import Order
-from .scenarios import WebhookChaos
+from .domain.scenarios import WebhookChaos
 
 if TYPE_CHECKING:
     from .domain.sandbox import Sandbox

@@ -19,7 +19,7 @@ import pytest
 from mock_server.config import Settings, embedded_catalog, load_startup
 from mock_server.domain.accounts import default_accounts, load_accounts
 from mock_server.domain.catalog import load_catalog, parse_catalog
-from mock_server.scenarios import (
+from mock_server.domain.scenarios import (
     builtin_scenarios,
     load_scenario_paths,
     parse_duration,

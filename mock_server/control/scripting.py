@@ -8,8 +8,8 @@ from aiohttp import web
 
 from ..api.jsonio import json_response, read_document, read_object
 from ..api.routing import sandbox_of
+from ..domain.scenarios import Scenario
 from ..errors import validation_error
-from ..scenarios import Scenario
 
 
 def scenario_view(scenario: Scenario) -> dict[str, Any]:

@@ -10,10 +10,25 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..clock import iso
 from .orders import Order
+
+
+class Sender(Protocol):
+    """Who makes a sandbox's delivery attempts (`mock_server.webhooks.WebhookSender`,
+    wired by the app): the domain keeps the record, the sender does the I/O."""
+
+    def resume(self, delivery: Delivery) -> None:
+        """Plan the next attempt of a delivery restored from a saved state."""
+
+    async def redeliver(self, delivery: Delivery) -> Delivery:
+        """Send a copy of `delivery` now (`POST /_mock/webhooks/{id}/redeliver`)."""
+
+    async def close(self) -> None:
+        """Stop sending: the sandbox is going away."""
+
 
 #: One first attempt plus up to 3 retries (spec 6 and 8).
 MAX_ATTEMPTS = 4

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..scenarios import Step, WebhookChaos
 from ..scheduler import Scheduler
-from .orders import TERMINAL, Order
+from .orders import Order
+from .scenarios import Step, WebhookChaos
 from .settlement import partial_target, settle
 from .state import State
+from .statuses import TERMINAL
 
 Settled = Callable[[Order, WebhookChaos | None], None]
 Changed = Callable[[Order], None]

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import iso
 from .money import major
+from .statuses import TERMINAL
 
 if TYPE_CHECKING:
-    from ..scenarios import Scenario
     from ..scheduler import Job
+    from .scenarios import Scenario
     from .selection import ScenarioReason
 
-TERMINAL = frozenset({"completed", "partial", "failed"})
-STATUSES = ("pending", "processing", "need_client_code", "completed", "partial", "failed")
 Quantity = int | Decimal
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..clock import Clock, iso, make_clock
 from ..errors import (
@@ -24,26 +23,24 @@ from ..errors import (
     price_mismatch,
     validation_error,
 )
-from ..scenarios import Scenario, WebhookChaos, parse_scenarios
 from ..scheduler import Scheduler
 from ..sourcefile import ConfigError
 from . import admin, selection, snapshot
-from .accounts import Account, AccountSpec
-from .catalog import Catalog
+from .accounts import Account
 from .coverage import Coverage
-from .deliveries import Delivery
+from .deliveries import Delivery, Sender
 from .events import EventHub, encode_json
 from .faults import Faults
 from .journal import Journal
 from .lifecycle import Lifecycle
 from .money import charge_for, major
 from .order_request import OrderRequest, parse_order_request
-from .orders import PENDING_WEBHOOK, STATUSES, Order
+from .orders import PENDING_WEBHOOK, Order
 from .plants import Plant
+from .scenarios import Scenario, WebhookChaos, parse_scenarios
+from .startup import QueuedScenario, StartupState
 from .state import State
-
-if TYPE_CHECKING:
-    from ..webhooks import WebhookSender
+from .statuses import STATUSES
 
 
 class Recorder(Protocol):
@@ -52,37 +49,6 @@ class Recorder(Protocol):
     def order(self, sandbox: Sandbox, order: Order) -> None: ...
     def delivery(self, sandbox: Sandbox, delivery: Delivery) -> None: ...
     def token(self, sandbox: Sandbox, token: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class StartupState:
-    """What the sandbox was started with; `reset` returns to it."""
-
-    catalog: Catalog
-    accounts: tuple[AccountSpec, ...]
-    scenarios: tuple[Scenario, ...]
-    seed: int
-    clock_mode: str = "manual"
-    time_scale: float = 1.0
-    start_time: float | None = None
-    journal_size: int = 1000
-
-
-@dataclass(slots=True)
-class QueuedScenario:
-    """`POST /_mock/scenarios/next`: the next `remaining` orders (of one account, or of
-    any) get `scenario`; `remaining` None means every order until the queue changes."""
-
-    scenario: Scenario
-    account_id: str | None
-    remaining: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "scenario": self.scenario.name,
-            "account_id": self.account_id,
-            "remaining": self.remaining,
-        }
 
 
 class Sandbox:
@@ -127,7 +93,7 @@ class Sandbox:
         #: Called with each order that reaches a terminal status (the webhook sender).
         self.settled_hooks: list[Callable[[Order, WebhookChaos | None], None]] = []
         #: The sender of this sandbox's webhooks, set by whoever wires I/O (the app).
-        self.webhooks: WebhookSender | None = None
+        self.webhooks: Sender | None = None
         self._runner: asyncio.Task[None] | None = None
 
     @property

@@ -15,12 +15,12 @@ from typing import Any
 
 from ..clock import ClockError, parse_iso
 from ..errors import validation_error
-from ..scenarios import parse_scenarios
 from ..sourcefile import ConfigError
 from .accounts import AccountSpec, parse_accounts
 from .catalog import parse_catalog
 from .randomness import MAX_SEED
-from .sandbox import StartupState
+from .scenarios import parse_scenarios
+from .startup import StartupState
 
 #: The longest idle time a sandbox may ask for: thirty days.
 MAX_TTL = 30 * 86400.0

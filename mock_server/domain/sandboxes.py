@@ -25,8 +25,9 @@ from typing import Any
 
 from ..clock import iso
 from ..errors import ApiError, TokenError, not_found
-from .sandbox import Sandbox, StartupState
+from .sandbox import Sandbox
 from .sandbox_options import parse_sandbox_options, with_own_keys
+from .startup import StartupState
 
 DEFAULT_ID = "default"
 ID_PREFIX = "sbx-"

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from ..scenarios import Scenario
+from .scenarios import Scenario
 
 DEFAULT_SCENARIO = "happy_path"
 CLIENT_CODE_SCENARIO = "need_client_code"

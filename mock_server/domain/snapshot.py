@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 from sys import intern
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..clock import make_clock
 from ..errors import ApiError, validation_error
-from ..scenarios import Scenario, builtin_scenarios, parse_scenarios
 from ..sourcefile import ConfigError
 from . import selection
 from .accounts import Account
@@ -27,21 +26,43 @@ from .deliveries import Attempt, Delivery
 from .document_reader import Reader, fixed_list
 from .faults import Faults
 from .order_request import NO_FIELDS
-from .orders import PENDING_WEBHOOK, STATUSES, Order
+from .orders import PENDING_WEBHOOK, Order
 from .plants import PLANT_STATUSES, Plants
 from .randomness import MAX_SEED, Randomness
+from .scenarios import Scenario, builtin_scenarios, parse_scenarios
+from .startup import QueuedScenario, StartupState
 from .state import State
+from .statuses import STATUSES
 from .tokens import Grant
 
 if TYPE_CHECKING:
-    from .sandbox import QueuedScenario, Sandbox, StartupState
+    from ..clock import Clock
+    from .coverage import Coverage
+
+
+class Saved(Protocol):
+    """What a document is made of and made for: a `Sandbox` (`domain/sandbox.py`), as
+    far as this module reads it."""
+
+    startup: StartupState
+    namespace: str
+    state: State
+    seed: int
+    loaded_documents: list[Any]
+    queue: list[QueuedScenario]
+    faults: Faults
+    coverage: Coverage
+
+    @property
+    def clock(self) -> Clock: ...
+
 
 #: The document's format. Raise it when the shape changes, and teach `migrate` the old.
 FORMAT = 1
 DELIVERY_STATUSES = ("pending", "retrying", "delivered", "failed", "dropped")
 
 
-def dump(sandbox: Sandbox) -> dict[str, Any]:
+def dump(sandbox: Saved) -> dict[str, Any]:
     state = sandbox.state
     now = sandbox.clock.now()
     return dump_rest(sandbox) | {
@@ -52,7 +73,7 @@ def dump(sandbox: Sandbox) -> dict[str, Any]:
     }
 
 
-def dump_rest(sandbox: Sandbox) -> dict[str, Any]:
+def dump_rest(sandbox: Saved) -> dict[str, Any]:
     """The document without the parts that grow with traffic (ledger, tokens, orders,
     deliveries): what a state file rewrites on every change."""
     state, clock = sandbox.state, sandbox.clock
@@ -188,11 +209,9 @@ class Restored:
         self.timers: list[tuple[Order, float]] = []
 
 
-def restore(sandbox: Sandbox, document: Any) -> Restored:
+def restore(sandbox: Saved, document: Any) -> Restored:
     """Check `document` and build the state it describes (raises a `validation_error`
     naming the first problem). Nothing of `sandbox` changes here: see `Sandbox.adopt`."""
-    from .sandbox import QueuedScenario
-
     doc = Reader(migrate(document), "state")
     built = Restored()
     built.seed = doc.integer("seed", 0, MAX_SEED)

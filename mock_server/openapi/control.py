@@ -7,8 +7,8 @@ from typing import Any
 
 from ..api.merchant import SCENARIO_HEADER
 from ..api.middleware import HEALTH_PATH
-from ..domain.orders import STATUSES
 from ..domain.randomness import MAX_SEED
+from ..domain.statuses import STATUSES
 from .merchant import ORDER_ID
 from .schema_helpers import (
     ADMIN_AUTH,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..domain.accounts import DEFAULT_SIGNATURE_HEADERS
 from ..domain.catalog import FIELD_TYPES, PRODUCT_TYPES
-from ..domain.orders import STATUSES
+from ..domain.statuses import STATUSES
 from .schema_helpers import (
     DELIVERY_STATUSES,
     Schema,

@@ -8,8 +8,8 @@ from typing import Any
 from ..config import MAX_BODY_BYTES
 from ..domain.catalog import PRODUCT_TYPES
 from ..domain.order_request import MAX_MERCHANT_ORDER_ID
-from ..domain.orders import STATUSES, TERMINAL
 from ..domain.plants import PLANT_STATUSES
+from ..domain.statuses import STATUSES, TERMINAL
 from ..domain.tokens import TOKEN_LIFETIME
 from .control_schemas import (
     _catalog_schemas,

@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .domain.orders import STATUSES, TERMINAL
-from .sourcefile import ConfigError, parse_text, read_file, where
+from ..sourcefile import ConfigError, parse_text, read_file, where
+from .statuses import STATUSES, TERMINAL
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}

@@ -1,0 +1,42 @@
+"""What a sandbox starts from and what it is told to play next: plain data that the
+sandbox (`domain/sandbox.py`) and its saved state (`domain/snapshot.py`) share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .accounts import AccountSpec
+from .catalog import Catalog
+from .scenarios import Scenario
+
+
+@dataclass(frozen=True)
+class StartupState:
+    """What the sandbox was started with; `reset` returns to it."""
+
+    catalog: Catalog
+    accounts: tuple[AccountSpec, ...]
+    scenarios: tuple[Scenario, ...]
+    seed: int
+    clock_mode: str = "manual"
+    time_scale: float = 1.0
+    start_time: float | None = None
+    journal_size: int = 1000
+
+
+@dataclass(slots=True)
+class QueuedScenario:
+    """`POST /_mock/scenarios/next`: the next `remaining` orders (of one account, or of
+    any) get `scenario`; `remaining` None means every order until the queue changes."""
+
+    scenario: Scenario
+    account_id: str | None
+    remaining: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario.name,
+            "account_id": self.account_id,
+            "remaining": self.remaining,
+        }

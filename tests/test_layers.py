@@ -1,0 +1,121 @@
+"""The layers of docs/architecture.md, as the imports show them.
+
+Every import in `mock_server/` counts: at the top of a module, inside a function, and
+under `TYPE_CHECKING` (a circle of type names is still a circle a reader walks).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mock_server"
+#: Below the HTTP layer: plain values in, plain values out, no I/O of their own.
+CORE = (
+    "mock_server.domain",
+    "mock_server.clock",
+    "mock_server.scheduler",
+    "mock_server.errors",
+    "mock_server.sourcefile",
+)
+#: What the core never imports.
+ABOVE_CORE = (
+    "aiohttp",
+    "mock_server.api",
+    "mock_server.control",
+    "mock_server.openapi",
+    "mock_server.webhooks",
+    "mock_server.persistence",
+    "mock_server.app",
+    "mock_server.cli",
+    "mock_server.config",
+    "mock_server.testing",
+)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """Every module `path` imports: the package's own, resolved, and others by name."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:  # `from . import selection` names a module
+                submodule = f"{source}.{alias.name}"
+                found.add(submodule if submodule in modules else source)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    paths = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {module_name(p) for p in paths}
+    return {module_name(p): imports_of(p, modules) for p in paths}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in graph:
+                continue
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    assert circles(import_graph()) == []
+
+
+def test_the_core_imports_nothing_of_http_io_or_wiring():
+    crossings = sorted(
+        f"{module} imports {target}"
+        for module, targets in import_graph().items()
+        if module.startswith(CORE)
+        for target in targets
+        if target.startswith(ABOVE_CORE)
+    )
+    assert crossings == []
+
+
+def test_the_check_sees_a_circle_and_a_crossing():
+    """The two checks above would notice what they look for."""
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    graph = import_graph()
+    assert "mock_server.domain.scenarios" in graph["mock_server.domain.lifecycle"]
+    assert "aiohttp" in graph["mock_server.webhooks"]
