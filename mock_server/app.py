@@ -28,7 +28,7 @@ from .control import events as control_events
 from .control import handlers as control
 from .control import sandboxes as control_sandboxes
 from .control import scripting as control_scripting
-from .control import state as control_state
+from .control import state_document as control_state
 from .control import ui as control_ui
 from .domain.events import EventHub
 from .domain.sandbox import Sandbox
@@ -92,7 +92,7 @@ def create_app(
     mirror_under_sandboxes(app.router)  # every route so far, under each sandbox's base path
     control_sandboxes.add_routes(app)
     if settings.state:
-        from .persistence import StateFile  # sqlite3 is imported only when it is used
+        from .state_file import StateFile  # sqlite3 is imported only when it is used
 
         app[STATE_FILE] = StateFile(settings.state)  # refuses a locked or unusable file
     app[MERCHANT_CALLS] = MerchantCalls(app[SANDBOXES], app.get(STATE_FILE), MAX_BODY_BYTES)

@@ -64,13 +64,13 @@ def _check_state(data: Any, path: str) -> None:
     its catalog, its accounts and every scenario beyond the built-in set, those its
     server started with included (`scenarios_loaded`, docs/state.md)."""
     from .config import Settings, load_startup
-    from .domain import snapshot
+    from .domain import state_document
     from .domain.sandbox import Sandbox
     from .errors import ApiError
 
     sandbox = Sandbox(load_startup(Settings(clock="manual", seed=0)))
     try:
-        snapshot.restore(sandbox, data)
+        state_document.restore(sandbox, data)
     except ApiError as error:
         raise ConfigError([f"{path}: {error.detail}"]) from error
 

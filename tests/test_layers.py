@@ -25,7 +25,7 @@ ABOVE_CORE = (
     "mock_server.control",
     "mock_server.openapi",
     "mock_server.webhooks",
-    "mock_server.persistence",
+    "mock_server.state_file",
     "mock_server.app",
     "mock_server.cli",
     "mock_server.config",

@@ -29,7 +29,7 @@ _MERCHANT_PREFIXES = tuple(prefix + "/" for prefix in MERCHANT_PREFIXES)
 
 class MerchantCalls:
     """The merchant calls of one application. `state_file` is the `--state` file
-    (`persistence.StateFile`), or None."""
+    (`state_file.StateFile`), or None."""
 
     def __init__(self, sandboxes: Sandboxes, state_file: Any, max_body: int) -> None:
         self._sandboxes = sandboxes

@@ -19,7 +19,7 @@ from ..errors import ApiError, not_authenticated
 from .jsonio import parse_json
 
 SANDBOXES = web.AppKey("sandboxes", Sandboxes)
-#: The `--state` file, when there is one (`mock_server.persistence.StateFile`).
+#: The `--state` file, when there is one (`mock_server.state_file.StateFile`).
 STATE_FILE = web.AppKey("state_file", object)
 CURRENT = web.RequestKey("sandbox", Sandbox)
 #: The match-info name of the sandbox id in a mirrored route.

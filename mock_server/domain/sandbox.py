@@ -25,7 +25,7 @@ from ..errors import (
 )
 from ..scheduler import Scheduler
 from ..sourcefile import ConfigError
-from . import admin, selection, snapshot
+from . import admin, selection, state_document
 from .accounts import Account
 from .coverage import Coverage
 from .deliveries import Delivery, Sender
@@ -82,7 +82,7 @@ class Sandbox:
         self.events = events or EventHub(encode_json)
         #: What the run exercised (`GET /_mock/coverage`); a reset keeps it.
         self.coverage = Coverage()
-        #: Told of every change, to keep a state file up to date (`persistence`).
+        #: Told of every change, to keep a state file up to date (`mock_server.state_file`).
         self.recorder: Recorder | None = None
         #: Bumped when the state is replaced wholesale (reset, saved state, accounts).
         self.generation = 0
@@ -365,13 +365,13 @@ class Sandbox:
     # -- saved state (docs/state.md) -----------------------------------------------------
 
     def dump_state(self) -> dict[str, Any]:
-        return snapshot.dump(self)
+        return state_document.dump(self)
 
     def load_state(self, document: Any) -> None:
         """Replace the whole state with a saved one; a refused document changes nothing."""
-        self.adopt(snapshot.restore(self, document))
+        self.adopt(state_document.restore(self, document))
 
-    def adopt(self, restored: snapshot.Restored) -> None:
+    def adopt(self, restored: state_document.Restored) -> None:
         """Swap a checked, fully built state in, and resume its pending work."""
         self.lifecycle.cancel_all()
         state = restored.state

@@ -145,7 +145,7 @@ class Scenario:
     pricing: Pricing | None = None
     source: str = ""
     #: The mapping it was read from, kept so a saved state can carry the scenario
-    #: (`domain.snapshot`): a state document refers to no scenario it does not hold.
+    #: (`domain.state_document`): a state document refers to no scenario it does not hold.
     record: Any = field(default=None, compare=False, repr=False)
 
 

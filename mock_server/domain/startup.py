@@ -1,5 +1,5 @@
 """What a sandbox starts from and what it is told to play next: plain data that the
-sandbox (`domain/sandbox.py`) and its saved state (`domain/snapshot.py`) share."""
+sandbox (`domain/sandbox.py`) and its saved state (`domain/state_document.py`) share."""
 
 from __future__ import annotations
 

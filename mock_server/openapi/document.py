@@ -23,7 +23,7 @@ from .merchant import _merchant_paths, _plant_paths
 from .sandboxes import BASE_URL_NOTE, sandbox_paths
 from .schema_helpers import body, ref, string
 from .schemas import _responses, _schemas
-from .state import state_paths
+from .state_document import state_paths
 
 # -- the document -----------------------------------------------------------------------------
 

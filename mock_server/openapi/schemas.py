@@ -40,7 +40,7 @@ from .schema_helpers import (
     timestamp,
     uuid,
 )
-from .state import state_schemas
+from .state_document import state_schemas
 
 TERMINAL_STATUSES = [status for status in STATUSES if status in TERMINAL]
 

@@ -9,7 +9,7 @@ event loop is free. The file is in WAL mode with `synchronous=NORMAL`: a
 committed transaction survives the process being killed (`kill -9`); a power loss may
 lose the last transactions (see docs/state.md).
 
-Per sandbox the file holds the state document of `domain.snapshot`, split so that a
+Per sandbox the file holds the state document of `domain.state_document`, split so that a
 change costs its own size: one row per order, per delivery, per ledger entry and per
 token, and one row for the rest (accounts, catalog, queue, faults, clock, ...). A
 sandbox whose state was replaced wholesale (reset, `PUT /_mock/state`, new accounts) is
@@ -34,14 +34,14 @@ from typing import Any
 
 import orjson
 
-from .domain import snapshot
+from .domain import state_document
 from .domain.deliveries import Delivery
 from .domain.orders import Order
 from .domain.sandbox import Sandbox
 from .domain.sandboxes import DEFAULT_ID, Entry, Sandboxes
 from .errors import StateFileError
 
-#: The file's own format (its tables); the state document has `snapshot.FORMAT`.
+#: The file's own format (its tables); the state document has `state_document.FORMAT`.
 FILE_FORMAT = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -305,12 +305,12 @@ class StateFile:
         self._write_entry(entry)
         for order in changes.orders.values():
             self._db.execute(
-                _UPSERT_ORDER, (sandbox_id, order.id, _json(snapshot.order_state(order)))
+                _UPSERT_ORDER, (sandbox_id, order.id, _json(state_document.order_state(order)))
             )
         for delivery in changes.deliveries.values():
             self._db.execute(
                 _UPSERT_DELIVERY,
-                (sandbox_id, delivery.id, _json(snapshot.delivery_state(delivery))),
+                (sandbox_id, delivery.id, _json(state_document.delivery_state(delivery))),
             )
         tokens = sandbox.state.tokens
         for token in changes.tokens:
@@ -386,7 +386,7 @@ class StateFile:
 
 def _rest(sandbox: Sandbox) -> dict[str, Any]:
     """The state document without its growing parts (those have rows of their own)."""
-    return snapshot.dump_rest(sandbox)
+    return state_document.dump_rest(sandbox)
 
 
 def _json(value: Any) -> str:

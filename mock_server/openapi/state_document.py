@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.snapshot import FORMAT
+from ..domain.state_document import FORMAT
 from .control import control
 from .schema_helpers import Schema, body, integer, number, obj, string
 
