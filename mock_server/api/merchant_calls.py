@@ -6,7 +6,7 @@ server sees it)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -22,16 +22,19 @@ from .merchant import MerchantHandler
 from .refusals import code_for, failure, refusal
 from .routing import CURRENT, merchant_sandbox
 
+if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
+    from ..state_file import StateFile
+
 #: Methods that change nothing: no `--state` save for them.
 READS = ("GET", "HEAD")
 _MERCHANT_PREFIXES = tuple(prefix + "/" for prefix in MERCHANT_PREFIXES)
 
 
 class MerchantCalls:
-    """The merchant calls of one application. `state_file` is the `--state` file
-    (`state_file.StateFile`), or None."""
+    """The merchant calls of one application. `state_file` is the `--state` file, or
+    None."""
 
-    def __init__(self, sandboxes: Sandboxes, state_file: Any, max_body: int) -> None:
+    def __init__(self, sandboxes: Sandboxes, state_file: StateFile | None, max_body: int) -> None:
         self._sandboxes = sandboxes
         self._state_file = state_file
         self._max_body = max_body
