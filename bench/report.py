@@ -25,14 +25,15 @@ BAR_START_S = 0.5
 BAR_RSS_HTTP_MIB = 160.0
 BAR_RSS_WEBHOOKS_MIB = 250.0
 BAR_ADVANCE_MS = 20.0
-# The ceiling bars, aiohttp's own ceiling, as ratios against the bare apps of the session:
-# lookup against the bare app on uvloop answering pre-encoded bytes; creation against the
-# bare app on asyncio that parses the body and encodes its answer; p99 against the same
-# bare row as the endpoint's requests/s; start-up against the bare app on asyncio.
-BAR_LOOKUP_VS_CEILING = 0.9
-BAR_CREATE_VS_BARE = 1.0
-BAR_P99_VS_BARE = 1.2
-BAR_START_VS_BARE = 1.1
+# The floors, as ratios against the bare apps of the same session: lookup against the
+# bare app on uvloop answering pre-encoded bytes (aiohttp's own ceiling), and its p99
+# against that app's; creation against the bare app on asyncio that parses the body and
+# encodes its answer; start-up against the bare app on asyncio. A change must not break
+# them; a server that needs more than one core grows by nodes.
+BAR_LOOKUP_VS_CEILING = 0.80
+BAR_CREATE_VS_BARE = 0.65
+BAR_P99_VS_BARE = 1.3
+BAR_START_VS_BARE = 1.5
 BARE_TITLES = {"bare": "bare asyncio", "ceiling": "bare uvloop pre-encoded"}
 
 
@@ -107,13 +108,14 @@ def http_rows(endpoint: Any, bars: dict[str, bool]) -> list[Row]:
         if attr == "rps" and endpoint.bar is not None:
             checks.append((endpoint.title, f"≥ {endpoint.bar:.0%} of bare asyncio (base)",
                            ratios[0] >= endpoint.bar))  # fmt: skip
-        if endpoint.ceiling_bar is not None and attr != "p50_ms":
+        judged = attr == "rps" or (attr == "p99_ms" and endpoint.p99_judged)
+        if endpoint.ceiling_bar is not None and judged:
             name, minimum = endpoint.ceiling_bar
             ratio = endpoint.ratio_to(name, attr)
             if attr == "rps":
-                text, ok = f"≥ {minimum:.0%} of {BARE_TITLES[name]} (ceiling)", ratio >= minimum
+                text, ok = f"≥ {minimum:.0%} of {BARE_TITLES[name]} (floor)", ratio >= minimum
             else:
-                text = f"≤ {BAR_P99_VS_BARE:.1f}× {BARE_TITLES[name]}'s (ceiling)"
+                text = f"≤ {BAR_P99_VS_BARE:.1f}× {BARE_TITLES[name]}'s (floor)"
                 ok = ratio <= BAR_P99_VS_BARE
             checks.append((f"{endpoint.title} {label} vs {BARE_TITLES[name]}", text, ok))
         bar, result = _bars(checks, bars) if checks or attr == "rps" else ("", "")
@@ -189,7 +191,7 @@ def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, d
         [
             ("process start to first answer", f"≤ {BAR_START_S * 1000:.0f} ms (base)",
              start["sandbox"] <= BAR_START_S),
-            ("start vs bare asyncio", f"≤ {BAR_START_VS_BARE:.1f}× bare asyncio (ceiling)",
+            ("start vs bare asyncio", f"≤ {BAR_START_VS_BARE:.1f}× bare asyncio (floor)",
              start_ratio <= BAR_START_VS_BARE),
         ],
         bars,
@@ -214,7 +216,7 @@ def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, d
         "ratio",
         "bare uvloop pre-encoded",
         "ratio",
-        "bar (base; ceiling)",
+        "bar (base; floor)",
         "result",
     )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -229,8 +231,8 @@ def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, d
     report = (
         "# Benchmark results\n\n"
         "Written by `bash bench/run.sh` (see bench/README.md); bars from bench/README.md "
-        "(base, and ceiling: aiohttp's own ceiling). Ratios are the sandbox's median over the bare "
-        "app's median, measured in the same session: *bare asyncio* parses each request "
+        "(base, and the floors against the bare apps). Ratios are the sandbox's median over "
+        "the bare app's median, measured in the same session: *bare asyncio* parses each request "
         "body and encodes each answer on asyncio's loop; *bare uvloop pre-encoded* answers "
         "bytes encoded once, on uvloop (aiohttp's ceiling).\n\n"
         f"{machine}\n\n{table}\n\n{summary}.\n\n{details}\n"
