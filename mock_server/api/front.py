@@ -23,7 +23,7 @@ from aiohttp import web
 from .cors import Cors
 from .merchant import ORDER_ID, MerchantApi, MerchantHandler
 from .middleware import MERCHANT_CALLS
-from .routing import BASE_PREFIX
+from .routing import split_base
 
 CORS = web.AppKey("cors", Cors)
 MERCHANT_API = web.AppKey("merchant_api", MerchantApi)
@@ -63,13 +63,7 @@ class FrontDoor:
             heads[head.removesuffix("/")] = handler  # as `rpartition("/")` leaves it
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
-        path = request.path
-        sandbox_id = None
-        if path.startswith(BASE_PREFIX):
-            sandbox_id, slash, rest = path[len(BASE_PREFIX) :].partition("/")
-            if not (sandbox_id and slash):
-                return await self._behind(request)
-            path = "/" + rest
+        sandbox_id, path = split_base(request.path)
         match = self.match(request.method, path)
         if match is None or "%" in request.raw_path or "Expect" in request.headers:
             return await self._behind(request)

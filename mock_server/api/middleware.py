@@ -22,7 +22,7 @@ from .cors import Cors
 from .merchant import MerchantHandler
 from .merchant_calls import READS, MerchantCalls
 from .refusals import failure
-from .routing import BASE_PREFIX, CURRENT, ENTRY_PARAM, SANDBOX_PARAM, SANDBOXES
+from .routing import CURRENT, ENTRY_PARAM, SANDBOXES, split_base
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -42,10 +42,9 @@ def make_middlewares(*, cors: Cors, admin_token: str | None, max_body: int) -> l
         if cors.is_preflight(request):
             response: web.StreamResponse = cors.preflight()
         else:
-            sandbox_id = request.match_info.get(SANDBOX_PARAM)
-            path = request.path
-            if sandbox_id is not None:  # the path as a whole server would see it
-                path = path[len(BASE_PREFIX) + len(sandbox_id) :]
+            # Taken apart from the path, not the route: a wrong method or an unknown
+            # path under a base path matched no route, and is still that sandbox's call.
+            sandbox_id, path = split_base(request.path)
             if path.startswith(NOT_MERCHANT_PREFIXES) or path == "/":
                 # Control API and API documents: no faults, no journal entry.
                 response = await _control(request, handler, admin_token, sandbox_id, path, max_body)

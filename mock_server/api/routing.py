@@ -45,12 +45,21 @@ def server_url(request: web.Request) -> str:
     return f"{request.scheme}://{request.host}"
 
 
-def inner_path(request: web.Request) -> tuple[str | None, str]:
+def inner_path(request: web.BaseRequest) -> tuple[str | None, str]:
     """(sandbox id or None, the path as a whole server would see it)."""
-    sandbox_id = request.match_info.get(SANDBOX_PARAM)
-    if sandbox_id is None:
-        return None, request.path
-    return sandbox_id, request.path[len(BASE_PREFIX) + len(sandbox_id) :]
+    return split_base(request.path)
+
+
+def split_base(path: str) -> tuple[str | None, str]:
+    """A path under a sandbox's base path (`/_mock/sandboxes/{id}/...`) as (that id, the
+    rest as a whole server would see it); any other path as (None, itself). The one
+    place a base path is taken apart: whether a call is the merchant API's or the
+    control API's is then decided on what a whole server would see."""
+    if path.startswith(BASE_PREFIX):
+        sandbox_id, slash, rest = path[len(BASE_PREFIX) :].partition("/")
+        if sandbox_id and slash:
+            return sandbox_id, "/" + rest
+    return None, path
 
 
 async def merchant_sandbox(
