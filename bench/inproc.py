@@ -41,8 +41,8 @@ def _settings(accounts: str) -> Any:
 async def measure_rss(args: dict[str, Any]) -> dict[str, Any]:
     """Hold N orders created through Sandbox.create_order; RSS before and after settling."""
     from mock_server.api.jsonio import parse_json
-    from mock_server.api.merchant import SANDBOX
     from mock_server.app import create_app
+    from mock_server.app_keys import SANDBOX
 
     count = args["orders"]
     gc.collect()
@@ -80,8 +80,8 @@ async def measure_rss(args: dict[str, Any]) -> dict[str, Any]:
 
 async def measure_advance(args: dict[str, Any]) -> dict[str, Any]:
     """advance(183 s) through an order's life; every webhook attempt answered 500."""
-    from mock_server.api.merchant import SANDBOX, WEBHOOKS
     from mock_server.app import create_app
+    from mock_server.app_keys import SANDBOX, WEBHOOKS
     from mock_server.config import load_startup
 
     settings = _settings(args["accounts"])
@@ -123,8 +123,8 @@ async def measure_advance(args: dict[str, Any]) -> dict[str, Any]:
 
 async def measure_webhooks(args: dict[str, Any]) -> dict[str, Any]:
     """N orders settle at the same instant; time the advance that delivers them all."""
-    from mock_server.api.merchant import SANDBOX, WEBHOOKS
     from mock_server.app import create_app
+    from mock_server.app_keys import SANDBOX, WEBHOOKS
 
     app = create_app(_settings(args["accounts"]))
     sandbox = app[SANDBOX]

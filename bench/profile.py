@@ -120,8 +120,8 @@ def summarize(raw: str, top: int) -> None:
 
 async def gc_pauses(orders: int, accounts: str) -> dict[str, Any]:
     from mock_server.api.jsonio import parse_json
-    from mock_server.api.merchant import SANDBOX
     from mock_server.app import create_app
+    from mock_server.app_keys import SANDBOX
     from mock_server.config import Settings
 
     pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
@@ -163,8 +163,8 @@ async def memory_sites(orders: int, accounts: str, top: int) -> None:
     import tracemalloc
 
     from mock_server.api.jsonio import parse_json
-    from mock_server.api.merchant import SANDBOX
     from mock_server.app import create_app
+    from mock_server.app_keys import SANDBOX
     from mock_server.config import Settings
 
     app = create_app(Settings(clock="manual", seed=1, accounts=accounts))

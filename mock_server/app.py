@@ -14,12 +14,20 @@ from aiohttp import web
 from . import openapi
 from .api import merchant
 from .api.cors import Cors
-from .api.front import CORS, MERCHANT_API
 from .api.jsonio import OrderRenderings, dumps
-from .api.merchant import SANDBOX, WEBHOOKS
 from .api.merchant_calls import MerchantCalls
-from .api.middleware import MERCHANT_CALLS, make_middlewares
-from .api.routing import SANDBOXES, STATE_FILE, mirror_under_sandboxes
+from .api.middleware import make_middlewares
+from .api.routing import mirror_under_sandboxes
+from .app_keys import (
+    CORS,
+    MERCHANT_API,
+    MERCHANT_CALLS,
+    SANDBOX,
+    SANDBOXES,
+    SETTINGS,
+    STATE_FILE,
+    WEBHOOKS,
+)
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
 from .control import accounts as control_accounts
@@ -36,8 +44,6 @@ from .domain.sandboxes import Sandboxes
 from .domain.startup import StartupState
 from .tls import webhook_ssl
 from .webhooks import WebhookSender
-
-SETTINGS = web.AppKey("settings", Settings)
 
 
 def create_app(

@@ -365,9 +365,7 @@ WEBHOOK_INSECURE_WARNING = (
 
 
 def banner(app: web.Application, url: str) -> str:
-    from .api.merchant import SANDBOX
-    from .api.routing import STATE_FILE
-    from .app import SETTINGS
+    from .app_keys import SANDBOX, SETTINGS, STATE_FILE
 
     sandbox = app[SANDBOX]
     settings = app[SETTINGS]

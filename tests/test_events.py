@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from mock_server.api.jsonio import dumps
-from mock_server.api.routing import SANDBOXES
+from mock_server.app_keys import SANDBOXES
 from mock_server.domain.events import EventHub
 from tests.conftest import login
 

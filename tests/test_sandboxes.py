@@ -14,8 +14,8 @@ from urllib.parse import urlparse
 import pytest
 from aiohttp import web
 
-from mock_server.api.routing import SANDBOXES
 from mock_server.app import create_app
+from mock_server.app_keys import SANDBOXES
 from mock_server.webhooks import verify
 from tests.conftest import BASE_SETTINGS, Merchant, login
 from tests.test_real_clock import _until

@@ -20,13 +20,10 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from .cors import Cors
-from .merchant import ORDER_ID, MerchantApi, MerchantHandler
-from .middleware import MERCHANT_CALLS
+from ..app_keys import CORS, MERCHANT_API, MERCHANT_CALLS
+from .merchant import ORDER_ID, MerchantHandler
 from .routing import split_base
 
-CORS = web.AppKey("cors", Cors)
-MERCHANT_API = web.AppKey("merchant_api", MerchantApi)
 _Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 _ORDER_ID = "{" + ORDER_ID + "}"
 

@@ -15,13 +15,9 @@ from aiohttp import web
 from ..domain.accounts import Account
 from ..domain.sandbox import Sandbox
 from ..errors import ApiError, TokenError
-from ..webhooks import WebhookSender
 from .jsonio import OrderRenderings, json_response, read_json, read_object
 from .routing import CURRENT
 
-#: The default sandbox and its webhook sender (the CLI's banner, in-process benches).
-SANDBOX = web.AppKey("sandbox", Sandbox)
-WEBHOOKS = web.AppKey("webhooks", WebhookSender)
 PREFIXES = ("/api/v1", "/v1")
 SCENARIO_HEADER = "X-Mock-Scenario"
 #: The match-info name of the order id in a route's path.

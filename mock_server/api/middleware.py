@@ -15,19 +15,18 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from ..app_keys import MERCHANT_CALLS, SANDBOXES
 from ..domain.sandbox import Sandbox
 from ..domain.sandboxes import Sandboxes
 from ..errors import not_authenticated
 from .cors import Cors
 from .merchant import MerchantHandler
-from .merchant_calls import READS, MerchantCalls
+from .merchant_calls import READS
 from .refusals import failure
-from .routing import CURRENT, ENTRY_PARAM, SANDBOXES, split_base
+from .routing import CURRENT, ENTRY_PARAM, split_base
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-#: The application's `MerchantCalls` (made by `create_app` once the app is wired).
-MERCHANT_CALLS = web.AppKey("merchant_calls", MerchantCalls)
 CONTROL_PREFIX = "/_mock"
 NOT_MERCHANT_PREFIXES = (CONTROL_PREFIX, "/openapi.json", "/docs")
 #: The dashboard's page and files carry no data: open even with --admin-token.

@@ -11,8 +11,6 @@ body. The edge middleware stores the answer on the request; handlers read it wit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from aiohttp import web
 
 from ..domain.sandbox import Sandbox
@@ -20,12 +18,6 @@ from ..domain.sandboxes import ID_PREFIX, Sandboxes
 from ..errors import ApiError, not_authenticated
 from .jsonio import parse_json
 
-if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
-    from ..state_file import StateFile
-
-SANDBOXES = web.AppKey("sandboxes", Sandboxes)
-#: The `--state` file, when there is one.
-STATE_FILE: web.AppKey[StateFile] = web.AppKey("state_file")
 CURRENT = web.RequestKey("sandbox", Sandbox)
 #: The match-info name of the sandbox id in a mirrored route.
 SANDBOX_PARAM = "sandbox"

@@ -12,7 +12,8 @@ from typing import Any
 from aiohttp import web
 
 from ..api.jsonio import json_response, read_json
-from ..api.routing import ENTRY_PARAM, SANDBOXES, server_url
+from ..api.routing import ENTRY_PARAM, server_url
+from ..app_keys import SANDBOXES
 from ..domain.sandboxes import Entry
 from ..errors import validation_error
 
