@@ -41,24 +41,16 @@ def _env(name: str, default: Any = None) -> Any:
     return value if value not in (None, "") else default
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """Wraps help at spaces only, so a path or a flag (`./mock-server-ca.pem`,
-    `--tls-cert`) is never cut at its hyphen."""
-
-    def _split_lines(self, text: str, width: int) -> list[str]:
-        import textwrap  # as argparse does: only when help is shown
-
-        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
-
-
 def serve_parser() -> argparse.ArgumentParser:
     """The parser of `mock-server [serve]`, one argument per `config.SERVE_OPTIONS`."""
     parser = argparse.ArgumentParser(
         prog="mock-server",
-        description="A high-fidelity sandbox of the digital-goods ordering service. "
-        "Sub-commands: serve (default), validate PATH..., catalog generate, "
+        description="A high-fidelity sandbox of the digital-goods ordering service.\n"
+        "Sub-commands: serve (default), validate PATH..., catalog generate,\n"
         "conformance --base-url URL --api-key KEY.",
-        formatter_class=_HelpFormatter,
+        # Each help line as written, unwrapped: a wrapped one could break a path or a
+        # flag at its hyphen (`./mock-server-ca.pem`), and lines are short anyway.
+        formatter_class=argparse.RawTextHelpFormatter,
     )
     for option in SERVE_OPTIONS:
         parser.add_argument(option.flag, **_argument(option))
