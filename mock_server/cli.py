@@ -95,7 +95,7 @@ def parse_settings(argv: Sequence[str]) -> Settings:
 def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
     """argv + environment -> (Settings, the event loop to serve on: uvloop or asyncio)."""
     parser = serve_parser()
-    _refuse_malformed_numbers_in_env(parser)
+    _refuse_malformed_env(parser)
     args = parser.parse_args(list(argv))
     scenarios = _scenarios(args.scenarios)
     start_time = _start_time(parser, args.start_time)
@@ -135,16 +135,21 @@ def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
     return settings, loop
 
 
-def _refuse_malformed_numbers_in_env(parser: argparse.ArgumentParser) -> None:
-    """A numeric variable that does not parse is reported even when a flag overrides
-    it: argparse itself would only notice it when the variable is used."""
+def _refuse_malformed_env(parser: argparse.ArgumentParser) -> None:
+    """A variable that does not parse, or names no allowed choice, is reported even
+    when a flag overrides it: argparse checks neither in a default it was given."""
     for option in SERVE_OPTIONS:
         value = _env(option.env)
-        if option.kind in (int, float) and value is not None:
+        if value is None:
+            continue
+        if option.kind in (int, float):
             try:
                 option.kind(value)
             except ValueError:
                 parser.error(f"{option.env}: invalid {option.kind.__name__} value {value!r}")
+        if option.choices and value not in option.choices:
+            allowed = ", ".join(option.choices)
+            parser.error(f"{option.env}: invalid choice {value!r} (choose from {allowed})")
 
 
 def _scenarios(flags: list[str] | None) -> tuple[str, ...]:

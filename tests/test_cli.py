@@ -469,6 +469,14 @@ def test_malformed_number_in_env_exits_2_without_traceback(name):
     assert name in result.stderr or "invalid" in result.stderr
 
 
+@pytest.mark.parametrize(("name", "value"), [("MOCK_CLOCK", "bogus"), ("MOCK_LOG_FORMAT", "xml")])
+def test_a_variable_naming_no_allowed_choice_exits_2_without_traceback(name, value):
+    result = run_cli("--port", "0", env=clean_env(**{name: value}))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert f"{name}: invalid choice {value!r}" in result.stderr
+
+
 def test_same_seed_clock_and_start_time_give_the_same_token(launch):
     args = ("--port", "0", "--clock", "manual", "--seed", "3", "--start-time", START_TIME)
     first, second = launch(*args), launch(*args)
