@@ -247,6 +247,8 @@ def clean_up() -> None:
     docker("rmi", "--force", _preparation.tag, check=False)
     if _preparation.base is not None and _preparation.base.made_here:
         docker("rmi", "--force", _preparation.base.name, check=False)
+        # The build stage's image, untagged, carries the stand-in's label: it goes too.
+        docker("image", "prune", "--force", "--filter", f"label={STAND_IN_LABEL}", check=False)
 
 
 # -- running containers ------------------------------------------------------------------
