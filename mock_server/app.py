@@ -40,6 +40,7 @@ from .control import state_document as control_state
 from .control import ui as control_ui
 from .domain.events import EventHub
 from .domain.sandbox import Sandbox
+from .domain.sandbox_ids import DEFAULT_ID
 from .domain.sandboxes import Sandboxes
 from .domain.startup import StartupState
 from .tls import webhook_ssl
@@ -79,7 +80,7 @@ def create_app(
     app[SANDBOXES] = Sandboxes(
         default,
         make=lambda startup, sandbox_id: make_sandbox(
-            startup, namespace=sandbox_id, webhook_ssl=sender_ssl, events=events()
+            startup, sandbox_id=sandbox_id, webhook_ssl=sender_ssl, events=events()
         ),
         ttl=settings.sandbox_ttl,
         limit=settings.max_sandboxes,
@@ -111,7 +112,7 @@ def make_sandbox(
     startup: StartupState,
     *,
     clock: Clock | None = None,
-    namespace: str = "",
+    sandbox_id: str = DEFAULT_ID,
     webhook_ssl: SSLContext | bool = True,
     events: EventHub | None = None,
 ) -> Sandbox:
@@ -119,7 +120,7 @@ def make_sandbox(
     sandbox's hanging receivers never hold another's deliveries); `webhook_ssl` is how
     it verifies `https://` receivers (`tls.webhook_ssl`)."""
     events = events or EventHub(dumps)
-    sandbox = Sandbox(startup, clock=clock, namespace=namespace, events=events)
+    sandbox = Sandbox(startup, clock=clock, sandbox_id=sandbox_id, events=events)
     sender = WebhookSender(sandbox, ssl=webhook_ssl)
     sandbox.webhooks = sender
     sandbox.settled_hooks.append(sender.order_settled)

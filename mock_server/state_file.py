@@ -38,7 +38,8 @@ from .domain import state_document
 from .domain.deliveries import Delivery
 from .domain.orders import Order
 from .domain.sandbox import Sandbox
-from .domain.sandboxes import DEFAULT_ID, Entry, Sandboxes
+from .domain.sandbox_ids import DEFAULT_ID
+from .domain.sandboxes import Entry, Sandboxes
 from .errors import StateFileError
 
 #: The file's own format (its tables); the state document has `state_document.FORMAT`.
@@ -222,7 +223,7 @@ class StateFile:
         sandbox.recorder = self
 
     def _pending_of(self, sandbox: Sandbox) -> _Pending:
-        key = sandbox.namespace or DEFAULT_ID
+        key = sandbox.sandbox_id
         pending = self._pending.get(key)
         if pending is None:
             pending = self._pending[key] = _Pending()
@@ -248,11 +249,11 @@ class StateFile:
 
     def dropped(self, entry: Entry) -> None:
         entry.sandbox.recorder = None
-        self._pending.pop(entry.id, None)
-        self._saved.pop(entry.id, None)
+        self._pending.pop(entry.sandbox_id, None)
+        self._saved.pop(entry.sandbox_id, None)
         with self._transaction():
             for table in ("sandboxes", *_ROWS):
-                self._delete(entry.id, table)
+                self._delete(entry.sandbox_id, table)
 
     def committed(self) -> asyncio.Future[None]:
         """Resolves once everything recorded so far is in the file."""
@@ -279,7 +280,7 @@ class StateFile:
         waiting, self._waiting = self._waiting, []
         try:
             if self._pending and self._sandboxes is not None:
-                entries = {entry.id: entry for entry in self._sandboxes.entries()}
+                entries = {entry.sandbox_id: entry for entry in self._sandboxes.entries()}
                 pending, self._pending = self._pending, {}
                 with self._transaction():
                     for sandbox_id, changes in pending.items():
@@ -296,7 +297,7 @@ class StateFile:
                 waiter.set_result(None)
 
     def _write(self, entry: Entry, changes: _Pending) -> None:
-        sandbox, sandbox_id = entry.sandbox, entry.id
+        sandbox, sandbox_id = entry.sandbox, entry.sandbox_id
         saved = self._saved.setdefault(sandbox_id, _Saved())
         if saved.generation != sandbox.generation:
             self._write_whole(entry)
@@ -330,7 +331,7 @@ class StateFile:
 
     def _write_whole(self, entry: Entry) -> None:
         document = entry.sandbox.dump_state()
-        sandbox_id = entry.id
+        sandbox_id = entry.sandbox_id
         for table in _ROWS:
             self._delete(sandbox_id, table)
         self._write_entry(entry, document)
@@ -366,7 +367,7 @@ class StateFile:
             "last_used_at": entry.last_used_at,
             "ttl": entry.ttl,
         }
-        self._db.execute(_UPSERT_SANDBOX, (entry.id, _json(info), _json(rest)))
+        self._db.execute(_UPSERT_SANDBOX, (entry.sandbox_id, _json(info), _json(rest)))
 
     def _delete(self, sandbox_id: str, table: str) -> None:
         column = "id" if table == "sandboxes" else "sandbox"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from ..domain.sandbox import Sandbox
-from ..domain.sandboxes import ID_PREFIX, Sandboxes
+from ..domain.sandbox_ids import ID_PREFIX
+from ..domain.sandboxes import Sandboxes
 from ..errors import ApiError, not_authenticated
 from .jsonio import parse_json
 

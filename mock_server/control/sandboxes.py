@@ -48,7 +48,7 @@ def created_view(entry: Entry, url: str) -> dict[str, Any]:
     account = next(iter(entry.sandbox.state.accounts.values()), None)
     view = entry.view(url)
     return {
-        "id": entry.id,
+        "id": entry.sandbox_id,
         "base_url": view["base_url"],
         "control_token": entry.control_token,
         "account_id": account.id if account else None,

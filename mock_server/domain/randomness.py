@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import random
 
+from .sandbox_ids import DEFAULT_ID
+
 #: Seeds are 63-bit: any JSON client can send and read them back exactly.
 MAX_SEED = 2**63 - 1
 _CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes get typed by hand
 
 
 class Randomness:
-    """`namespace` (a sandbox's id; empty for the default sandbox) goes into every token
+    """A created sandbox's id (`sandbox_id`) goes into every token
     and generated API key, so that sandboxes with the same seed never hand out the same
     credential: tokens and generated keys are unique server-wide, which the root paths'
     routing by credential relies on (docs/control-api.md, "Sandboxes")."""
 
-    def __init__(self, seed: int, namespace: str = "") -> None:
+    def __init__(self, seed: int, sandbox_id: str = DEFAULT_ID) -> None:
         self.seed = seed
-        self.namespace = namespace
+        #: What tokens and generated keys carry: the id, none for the default sandbox.
+        self._tag = "" if sandbox_id == DEFAULT_ID else sandbox_id
         self._ids = random.Random(f"{seed}:ids")
         self._tokens = random.Random(f"{seed}:tokens")
         self._codes = random.Random(f"{seed}:codes")
@@ -52,13 +55,13 @@ class Randomness:
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def token(self) -> str:
-        """A bearer token: `<namespace>.<64 hex>` in a sandbox, bare hex in the default."""
+        """A bearer token: `<sandbox id>.<64 hex>` in a sandbox, bare hex in the default."""
         secret = self._secret()
-        return f"{self.namespace}.{secret}" if self.namespace else secret
+        return f"{self._tag}.{secret}" if self._tag else secret
 
     def api_key(self) -> str:
         secret = self._secret()[:24]
-        return f"ak_{self.namespace}_{secret}" if self.namespace else f"ak_{secret}"
+        return f"ak_{self._tag}_{secret}" if self._tag else f"ak_{secret}"
 
     def webhook_secret(self) -> str:
         return f"whsec_{self._secret()[:32]}"

@@ -37,6 +37,7 @@ from .money import charge_for, major
 from .order_request import OrderRequest, parse_order_request
 from .orders import PENDING_WEBHOOK, Order
 from .plants import Plant
+from .sandbox_ids import DEFAULT_ID
 from .scenarios import Scenario, WebhookChaos, parse_scenarios
 from .startup import QueuedScenario, StartupState
 from .state import State
@@ -55,8 +56,8 @@ class Sandbox:
     """One whole isolated world (docs/control-api.md, "Sandboxes"): its accounts, catalog
     copy, orders, deliveries, journal, random sequence, and its own clock and scheduler.
 
-    `namespace` is the sandbox's id, put into the tokens and API keys it generates so
-    they are unique server-wide (empty for the default sandbox: today's credentials).
+    `sandbox_id` is put into the tokens and API keys it generates so they are unique
+    server-wide (the default sandbox's carry none: its credentials stay as they were).
     """
 
     def __init__(
@@ -64,11 +65,11 @@ class Sandbox:
         startup: StartupState,
         *,
         clock: Clock | None = None,
-        namespace: str = "",
+        sandbox_id: str = DEFAULT_ID,
         events: EventHub | None = None,
     ) -> None:
         self.startup = startup
-        self.namespace = namespace
+        self.sandbox_id = sandbox_id
         self.seed = startup.seed
         self.scenarios: dict[str, Scenario] = {s.name: s for s in startup.scenarios}
         #: The scenario documents loaded at run time, in order (saved state replays them).
@@ -106,7 +107,7 @@ class Sandbox:
             seed=self.seed,
             catalog=self.startup.catalog,
             accounts=self.startup.accounts,
-            namespace=self.namespace,
+            sandbox_id=self.sandbox_id,
         )
 
     # -- running and stopping -----------------------------------------------------------

@@ -26,11 +26,10 @@ from typing import Any
 from ..clock import iso
 from ..errors import ApiError, TokenError, not_found
 from .sandbox import Sandbox
+from .sandbox_ids import DEFAULT_ID, ID_PREFIX
 from .sandbox_options import parse_sandbox_options, with_own_keys
 from .startup import StartupState
 
-DEFAULT_ID = "default"
-ID_PREFIX = "sbx-"
 #: How many dropped ids are remembered, so that a late call learns why it got a 404.
 _GONE_MEMORY = 10_000
 
@@ -39,7 +38,7 @@ MakeSandbox = Callable[[StartupState, str], Sandbox]
 
 @dataclass(eq=False, slots=True)
 class Entry:
-    id: str
+    sandbox_id: str
     sandbox: Sandbox
     control_token: str | None  # None for the default sandbox: only the admin token
     created_at: float  # wall time
@@ -58,12 +57,12 @@ class Entry:
         return self.ttl is not None and now >= self.last_used_at + self.ttl
 
     def base_path(self) -> str:
-        return f"/_mock/sandboxes/{self.id}"
+        return f"/_mock/sandboxes/{self.sandbox_id}"
 
     def view(self, server_url: str) -> dict[str, Any]:
         expires = self.expires_at
         return {
-            "id": self.id,
+            "id": self.sandbox_id,
             "base_url": server_url + self.base_path(),
             "created_at": iso(round(self.created_at, 3)),
             # The default sandbox never expires, so its use is not tracked.
@@ -271,10 +270,10 @@ class Sandboxes:
         return f"{self._random.getrandbits(digits * 4):0{digits}x}"
 
     def _drop(self, entry: Entry, why: str) -> None:
-        del self._live[entry.id]
+        del self._live[entry.sandbox_id]
         for observer in self.observers:
             observer.dropped(entry)
-        self._gone[entry.id] = why
+        self._gone[entry.sandbox_id] = why
         while len(self._gone) > _GONE_MEMORY:
             self._gone.popitem(last=False)
         task = asyncio.ensure_future(entry.sandbox.close())

@@ -13,6 +13,7 @@ from .deliveries import ByOrder
 from .ledger import Ledger
 from .plants import Plants
 from .randomness import Randomness
+from .sandbox_ids import DEFAULT_ID
 from .tokens import Tokens
 
 if TYPE_CHECKING:
@@ -45,11 +46,11 @@ class State:
         seed: int,
         catalog: Catalog,
         accounts: tuple[AccountSpec, ...],
-        namespace: str = "",
+        sandbox_id: str = DEFAULT_ID,
     ) -> State:
         """A fresh state: the catalog copied (its stock and prices change live)."""
         state = cls(
-            clock=clock, randomness=Randomness(seed, namespace), catalog=copy.deepcopy(catalog)
+            clock=clock, randomness=Randomness(seed, sandbox_id), catalog=copy.deepcopy(catalog)
         )
         for spec in accounts:
             state.add_account(spec.build(fallback_id=state.randomness.uuid()))

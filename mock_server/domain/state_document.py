@@ -45,7 +45,7 @@ class Saved(Protocol):
     far as this module reads it."""
 
     startup: StartupState
-    namespace: str
+    sandbox_id: str
     state: State
     seed: int
     loaded_documents: list[Any]
@@ -236,7 +236,7 @@ def restore(sandbox: Saved, document: Any) -> Restored:
         catalog = parse_catalog(doc.list("catalog"), "state: catalog")
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
-    randomness = Randomness(built.seed, sandbox.namespace)
+    randomness = Randomness(built.seed, sandbox.sandbox_id)
     drawn = doc.child("random")
     randomness.skip(*(drawn.integer(k, 0, 10**9) for k in ("ids", "tokens", "codes")))
     state = State(clock=clock, randomness=randomness, catalog=catalog)
