@@ -280,11 +280,11 @@ def start(
     publishing = [f"--publish=127.0.0.1::{port}" for port in publish]
     container_id = docker("run", "--detach", *publishing, *options, image, *args).stdout.strip()
     container = Container(container_id)
-    container.ports = {port: _host_port(container_id, port) for port in publish}
+    container.ports = {port: host_port(container_id, port) for port in publish}
     return container
 
 
-def _host_port(container_id: str, port: int) -> int:
+def host_port(container_id: str, port: int) -> int:
     shown = docker("port", container_id, f"{port}/tcp").stdout.split()
     assert shown, f"port {port} is not published"
     return int(shown[0].rsplit(":", 1)[1])

@@ -7,10 +7,8 @@ helpers), every one on 127.0.0.1 with `--port 0`.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 from mock_server.cli import local_host
 from tests.test_cli import MANUAL, clean_env, launch  # noqa: F401 - `launch` is the fixture
@@ -80,9 +78,8 @@ def test_the_check_without_a_url_or_a_file_says_what_it_needs():
 
 def test_the_check_names_a_non_health_answer(tmp_path):
     """Something else on the port (here: nothing but a closed one) is unhealthy."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MOCK_")}
     (tmp_path / "served.url").write_text("http://127.0.0.1:1\n")
-    env["MOCK_URL_FILE"] = str(Path(tmp_path / "served.url"))
+    env = clean_env(MOCK_URL_FILE=str(tmp_path / "served.url"))
     checked = health(env=env)
     assert checked.returncode == 1
     assert checked.stderr.startswith("unhealthy: http://127.0.0.1:1/_mock/health: ")

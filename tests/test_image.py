@@ -258,7 +258,7 @@ def test_state_on_a_volume_survives_docker_restart(image):
             before = call(base + "/_mock/orders")[1]
             balance = call(base + "/api/v1/account/balance", headers=auth)[1]
             docker("restart", "--time", "10", container.id)
-            container.ports = {8080: engine._host_port(container.id, 8080)}
+            container.ports = {8080: engine.host_port(container.id, 8080)}
             wait_for(lambda: _answers(container.url()), "the restarted server", 30)
             base = container.url()
             assert call(base + "/_mock/orders")[1] == before

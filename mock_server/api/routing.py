@@ -38,11 +38,6 @@ def server_url(request: web.Request) -> str:
     return f"{request.scheme}://{request.host}"
 
 
-def inner_path(request: web.BaseRequest) -> tuple[str | None, str]:
-    """(sandbox id or None, the path as a whole server would see it)."""
-    return split_base(request.path)
-
-
 def split_base(path: str) -> tuple[str | None, str]:
     """A path under a sandbox's base path (`/_mock/sandboxes/{id}/...`) as (that id, the
     rest as a whole server would see it); any other path as (None, itself). The one

@@ -13,7 +13,7 @@ from importlib import resources
 
 from aiohttp import web
 
-from ..api.routing import inner_path
+from ..api.routing import split_base
 
 UI_PATH = "/_mock/ui/"
 #: Served without the admin token: the page and its static files (no data).
@@ -58,7 +58,7 @@ async def serve_ui_file(request: web.Request) -> web.Response:
 async def to_ui(request: web.Request) -> web.Response:
     """`/` and `/_mock/ui` lead to the dashboard (of the sandbox whose base path it is)."""
     path = request.path
-    base = path[: len(path) - len(inner_path(request)[1])]
+    base = path[: len(path) - len(split_base(path)[1])]
     raise web.HTTPFound(base + UI_PATH)
 
 

@@ -9,7 +9,7 @@ from importlib import resources
 
 from aiohttp import web
 
-from ..api.routing import inner_path
+from ..api.routing import split_base
 
 #: Served by the sandbox but not described in the document: the document and its page.
 DOCUMENT_PATHS = ("/openapi.json", "/docs", "/docs/app.js", "/docs/style.css")
@@ -46,7 +46,7 @@ async def serve_openapi(request: web.Request) -> web.Response:
 
 
 async def serve_docs_file(request: web.Request) -> web.Response:
-    name, content_type = _PAGE_FILES[inner_path(request)[1]]  # also under a base path
+    name, content_type = _PAGE_FILES[split_base(request.path)[1]]  # also under a base path
     return web.Response(
         body=_page_file(name),
         content_type=content_type,
