@@ -40,15 +40,14 @@ def _settings(accounts: str) -> Any:
 
 async def measure_rss(args: dict[str, Any]) -> dict[str, Any]:
     """Hold N orders created through Sandbox.create_order; RSS before and after settling."""
-    from mock_server.api.jsonio import parse_json
     from mock_server.app import create_app
-    from mock_server.app_keys import SANDBOX
+    from mock_server.edge.jsonio import parse_json
 
     count = args["orders"]
     gc.collect()
     after_import = rss_mib()
     app = create_app(_settings(args["accounts"]))
-    sandbox = app[SANDBOX]
+    sandbox = app.sandbox
     account = next(iter(sandbox.state.accounts.values()))
     gc.collect()
     idle = rss_mib()
@@ -81,7 +80,6 @@ async def measure_rss(args: dict[str, Any]) -> dict[str, Any]:
 async def measure_advance(args: dict[str, Any]) -> dict[str, Any]:
     """advance(183 s) through an order's life; every webhook attempt answered 500."""
     from mock_server.app import create_app
-    from mock_server.app_keys import SANDBOX, WEBHOOKS
     from mock_server.config import load_startup
 
     settings = _settings(args["accounts"])
@@ -89,7 +87,7 @@ async def measure_advance(args: dict[str, Any]) -> dict[str, Any]:
     repeats = args["repeats"]
 
     async def one_life(app: Any, tag: str) -> tuple[float, list[int | None]]:
-        sandbox = app[SANDBOX]
+        sandbox = app.sandbox
         account = next(iter(sandbox.state.accounts.values()))
         order = sandbox.create_order(account, {"item_id": 1001, "merchant_order_id": tag})
         started = time.perf_counter()
@@ -106,7 +104,7 @@ async def measure_advance(args: dict[str, Any]) -> dict[str, Any]:
     for index in range(repeats + 1):  # a fresh app each time, as a pytest test gets
         app = create_app(settings, startup=startup)
         elapsed, attempts = await one_life(app, f"fresh-{index}")
-        await app[WEBHOOKS].close()
+        await app.sandbox.webhooks.close()
         if index == 0:
             first = elapsed  # pays one-off imports (faker on the first settlement)
         else:
@@ -117,17 +115,16 @@ async def measure_advance(args: dict[str, Any]) -> dict[str, Any]:
         elapsed, _ = await one_life(app, f"warm-{index}")
         if index:
             warm.append(elapsed)
-    await app[WEBHOOKS].close()
+    await app.sandbox.webhooks.close()
     return {"first_s": first, "fresh_s": fresh, "warm_s": warm, "attempts": attempts}
 
 
 async def measure_webhooks(args: dict[str, Any]) -> dict[str, Any]:
     """N orders settle at the same instant; time the advance that delivers them all."""
     from mock_server.app import create_app
-    from mock_server.app_keys import SANDBOX, WEBHOOKS
 
     app = create_app(_settings(args["accounts"]))
-    sandbox = app[SANDBOX]
+    sandbox = app.sandbox
     account = next(iter(sandbox.state.accounts.values()))
     count = args["orders"]
     rounds: list[dict[str, float]] = []
@@ -149,7 +146,7 @@ async def measure_webhooks(args: dict[str, Any]) -> dict[str, Any]:
             raise RuntimeError(f"{delivered} of {count} webhooks delivered")
         if round_index:
             rounds.append({"seconds": elapsed, "per_s": count / elapsed})
-    await app[WEBHOOKS].close()
+    await app.sandbox.webhooks.close()
     return {"orders": count, "rounds": rounds}
 
 

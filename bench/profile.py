@@ -119,10 +119,9 @@ def summarize(raw: str, top: int) -> None:
 
 
 async def gc_pauses(orders: int, accounts: str) -> dict[str, Any]:
-    from mock_server.api.jsonio import parse_json
     from mock_server.app import create_app
-    from mock_server.app_keys import SANDBOX
     from mock_server.config import Settings
+    from mock_server.edge.jsonio import parse_json
 
     pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
     started: list[float] = []
@@ -134,7 +133,7 @@ async def gc_pauses(orders: int, accounts: str) -> dict[str, Any]:
             pauses[info["generation"]].append(time.perf_counter() - started.pop())
 
     app = create_app(Settings(clock="manual", seed=1, accounts=accounts))
-    sandbox = app[SANDBOX]
+    sandbox = app.sandbox
     account = next(iter(sandbox.state.accounts.values()))
     gc.collect()
     gc.callbacks.append(callback)
@@ -162,13 +161,12 @@ async def gc_pauses(orders: int, accounts: str) -> dict[str, Any]:
 async def memory_sites(orders: int, accounts: str, top: int) -> None:
     import tracemalloc
 
-    from mock_server.api.jsonio import parse_json
     from mock_server.app import create_app
-    from mock_server.app_keys import SANDBOX
     from mock_server.config import Settings
+    from mock_server.edge.jsonio import parse_json
 
     app = create_app(Settings(clock="manual", seed=1, accounts=accounts))
-    sandbox = app[SANDBOX]
+    sandbox = app.sandbox
     account = next(iter(sandbox.state.accounts.values()))
     sandbox.create_order(account, {"item_id": 1001})  # one-off caches before tracing
     await sandbox.advance(5)
@@ -282,13 +280,12 @@ def serve_with_tweaks(tweaks: set[str], argv: list[str]) -> None:
     import functools
     import signal
 
-    from aiohttp import web
-
     import mock_server.domain.orders
     from mock_server.app import create_app
     from mock_server.cli import parse_settings
     from mock_server.config import load_startup
     from mock_server.logs import AccessLog, configure_logging
+    from mock_server.serving import Serving
 
     if "iso" in tweaks:  # every created_at/completed_at string computed once per value
         orders_module = mock_server.domain.orders
@@ -301,19 +298,18 @@ def serve_with_tweaks(tweaks: set[str], argv: list[str]) -> None:
         log: dict[str, Any] = {"access_log_class": AccessLog, "access_log_format": "text"}
         if "nolog" in tweaks:
             log = {"access_log": None}
-        runner = web.AppRunner(app, handle_signals=False, **log)
-        await runner.setup()
-        await web.TCPSite(runner, settings.host, settings.port).start()
+        serving = Serving(app, settings.host, settings.port, **log)
+        await serving.start()
         if "gc" in tweaks:
             gc.collect()
             gc.freeze()
             gc.set_threshold(50_000, 50, 1000)
-        print(f"listening on http://127.0.0.1:{runner.addresses[0][1]}", flush=True)
+        print(f"listening on {serving.url}", flush=True)
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         await stop.wait()
-        await runner.cleanup()
+        await serving.stop()
 
     asyncio.run(serve())
 

@@ -1,4 +1,10 @@
-"""`create_app()`: the one way an application is built (CLI, tests, pytest plugin)."""
+"""`create_app()`: the one way an application is built, and `App`, what it builds.
+
+An `App` is every sandbox the server holds, the one request edge (`edge.server.Edge`)
+that answers every request, and the app's start and stop. Every server runs it the same
+way, with `serving.Serving`: the CLI, the pytest plugin's thread, `conformance`, the
+test suite and the benchmarks.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +12,13 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from ssl import SSLContext
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from . import openapi
-from .api import merchant
-from .api.cors import Cors
-from .api.jsonio import OrderRenderings, dumps
-from .api.merchant_calls import MerchantCalls
-from .api.middleware import make_middlewares
-from .api.routing import mirror_under_sandboxes
-from .app_keys import (
-    CORS,
-    MERCHANT_API,
-    MERCHANT_CALLS,
-    SANDBOX,
-    SANDBOXES,
-    SETTINGS,
-    STATE_FILE,
-    WEBHOOKS,
-)
 from .clock import Clock
 from .config import MAX_BODY_BYTES, Settings, load_startup
 from .control import accounts as control_accounts
@@ -38,13 +29,81 @@ from .control import sandboxes as control_sandboxes
 from .control import scripting as control_scripting
 from .control import state_document as control_state
 from .control import ui as control_ui
+from .control.calls import ControlCalls
 from .domain.events import EventHub
 from .domain.sandbox import Sandbox
 from .domain.sandbox_ids import DEFAULT_ID
 from .domain.sandboxes import Sandboxes
 from .domain.startup import StartupState
+from .edge.cors import Cors
+from .edge.jsonio import OrderRenderings, dumps
+from .edge.server import Edge
+from .merchant.api import MerchantApi
+from .merchant.calls import MerchantCalls
+from .merchant.table import MerchantTable
 from .tls import webhook_ssl
 from .webhooks import WebhookSender
+
+if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
+    from .state_file import StateFile
+
+#: How often idle sandboxes are looked for (they also expire when next addressed).
+EXPIRY_SWEEP_SECONDS = 30.0
+
+
+class App:
+    """One application: its sandboxes, its request edge, its start and stop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        sandboxes: Sandboxes,
+        state_file: StateFile | None,
+        merchant_api: MerchantApi,
+        control_router: web.UrlDispatcher,
+        edge: Edge,
+    ) -> None:
+        self.settings = settings
+        self.sandboxes = sandboxes
+        #: The `--state` file, when there is one.
+        self.state_file = state_file
+        #: The merchant API's table and handlers (`MerchantApi.routes()`).
+        self.merchant_api = merchant_api
+        #: The control API and the documents, on root paths only.
+        self.control_router = control_router
+        #: The handler of every request (aiohttp's low-level server runs it).
+        self.edge = edge
+        self._sweeper: asyncio.Task[None] | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The default sandbox."""
+        return self.sandboxes.default.sandbox
+
+    async def start(self) -> None:
+        """Before the first request: every saved sandbox back from the state file, the
+        default sandbox running (its real-clock loop, if any), idle sandboxes swept out."""
+        if self.state_file is not None:
+            self.state_file.attach(self.sandboxes)
+        self.sandbox.start()
+        self._sweeper = asyncio.create_task(_sweep(self.sandboxes))
+
+    def end_streams(self) -> None:
+        """Before the server stops: open event streams would hold the shutdown up."""
+        for entry in self.sandboxes.entries():
+            entry.sandbox.events.close()
+
+    async def stop(self) -> None:
+        """After the server stopped: every sandbox stops (the state file first: stopping
+        is not deleting)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+        if self.state_file is not None:
+            self.state_file.close()
+        await self.sandboxes.close_all()
 
 
 def create_app(
@@ -53,21 +112,12 @@ def create_app(
     clock: Clock | None = None,
     startup: StartupState | None = None,
     wall: Callable[[], float] = time.time,
-) -> web.Application:
+) -> App:
     """Build the application. `startup` skips reading files (already loaded by the
     caller); `clock` injects the default sandbox's clock and `wall` the wall clock that
     sandbox expiry is measured on (tests)."""
     settings = settings or Settings()
     startup = startup or load_startup(settings)
-    cors = Cors(settings.cors_origin)
-    app = web.Application(
-        client_max_size=MAX_BODY_BYTES,
-        middlewares=make_middlewares(
-            cors=cors, admin_token=settings.admin_token, max_body=MAX_BODY_BYTES
-        ),
-    )
-    app[SETTINGS] = settings
-    app[CORS] = cors
     # One context for every sandbox's sender: loading a trust store is not free.
     sender_ssl = webhook_ssl(settings.webhook_ca, insecure=settings.webhook_insecure)
     # One cache of order renderings: the answer to a creation and its `order` event
@@ -75,9 +125,7 @@ def create_app(
     renderings = OrderRenderings()
     events = functools.partial(EventHub, dumps, order_body=renderings.body)
     default = make_sandbox(startup, clock=clock, webhook_ssl=sender_ssl, events=events())
-    app[SANDBOX] = default
-    app[WEBHOOKS] = default.webhooks
-    app[SANDBOXES] = Sandboxes(
+    sandboxes = Sandboxes(
         default,
         make=lambda startup, sandbox_id: make_sandbox(
             startup, sandbox_id=sandbox_id, webhook_ssl=sender_ssl, events=events()
@@ -86,26 +134,35 @@ def create_app(
         limit=settings.max_sandboxes,
         wall=wall,
     )
-    app[MERCHANT_API] = merchant_api = merchant.MerchantApi(renderings)
-    merchant.add_routes(app, merchant_api)
-    control.add_routes(app)
-    control_accounts.add_routes(app)
-    control_scripting.add_routes(app)
-    control_events.add_routes(app)
-    control_coverage.add_routes(app)
-    control_state.add_routes(app)
-    control_ui.add_routes(app)
-    openapi.add_routes(app)
-    mirror_under_sandboxes(app.router)  # every route so far, under each sandbox's base path
-    control_sandboxes.add_routes(app)
+    state_file = None
     if settings.state:
         from .state_file import StateFile  # sqlite3 is imported only when it is used
 
-        app[STATE_FILE] = StateFile(settings.state)  # refuses a locked or unusable file
-    app[MERCHANT_CALLS] = MerchantCalls(app[SANDBOXES], app.get(STATE_FILE), MAX_BODY_BYTES)
-    app.cleanup_ctx.append(_run_sandboxes)
-    app.on_shutdown.append(_end_event_streams)
-    return app
+        state_file = StateFile(settings.state)  # refuses a locked or unusable file
+    merchant_api = MerchantApi(renderings)
+    control_router = web.UrlDispatcher()
+    control.add_routes(control_router)
+    control_accounts.add_routes(control_router)
+    control_scripting.add_routes(control_router)
+    control_events.add_routes(control_router)
+    control_coverage.add_routes(control_router)
+    control_state.add_routes(control_router)
+    control_ui.add_routes(control_router)
+    openapi.add_routes(control_router)
+    control_sandboxes.add_routes(control_router, sandboxes)
+    edge = Edge(
+        Cors(settings.cors_origin),
+        MerchantTable(merchant_api.routes()),
+        MerchantCalls(sandboxes, state_file, MAX_BODY_BYTES),
+        ControlCalls(
+            control_router,
+            sandboxes,
+            state_file,
+            admin_token=settings.admin_token,
+            max_body=MAX_BODY_BYTES,
+        ),
+    )
+    return App(settings, sandboxes, state_file, merchant_api, control_router, edge)
 
 
 def make_sandbox(
@@ -125,34 +182,6 @@ def make_sandbox(
     sandbox.webhooks = sender
     sandbox.settled_hooks.append(sender.order_settled)
     return sandbox
-
-
-#: How often idle sandboxes are looked for (they also expire when next addressed).
-EXPIRY_SWEEP_SECONDS = 30.0
-
-
-async def _run_sandboxes(app: web.Application) -> AsyncIterator[None]:
-    """The default sandbox runs from start-up (its real-clock loop, if any); idle
-    sandboxes are swept out; at shutdown every sandbox stops."""
-    sandboxes = app[SANDBOXES]
-    state_file = app.get(STATE_FILE)
-    if state_file is not None:
-        state_file.attach(sandboxes)  # every saved sandbox back, before any request
-    sandboxes.default.sandbox.start()
-    sweeper = asyncio.create_task(_sweep(sandboxes))
-    yield
-    sweeper.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await sweeper
-    if state_file is not None:
-        state_file.close()  # before the sandboxes stop: stopping is not deleting
-    await sandboxes.close_all()
-
-
-async def _end_event_streams(app: web.Application) -> None:
-    """Open event streams would hold the shutdown up: end them first."""
-    for entry in app[SANDBOXES].entries():
-        entry.sandbox.events.close()
 
 
 async def _sweep(sandboxes: Sandboxes) -> None:

@@ -18,9 +18,7 @@ import signal
 import ssl
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from . import loops, tls
 from .clock import ClockError, parse_iso
@@ -30,6 +28,10 @@ from .domain.startup import StartupState
 from .errors import StateFileError
 from .logs import FLUSH_INTERVAL, AccessLog, LineSink, configure_logging
 from .sourcefile import ConfigError
+
+if TYPE_CHECKING:
+    from .app import App
+    from .serving import Serving
 
 COMMANDS = ("serve", "validate", "catalog", "conformance")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -253,37 +255,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 async def serve(settings: Settings, startup: StartupState) -> None:
     """Serve until SIGTERM or SIGINT, then stop cleanly."""
-    from .api.front import open_front_door
     from .app import create_app
+    from .serving import Serving
 
     app = create_app(settings, startup=startup)
     access_lines = LineSink()
-    runner = web.AppRunner(
+    serving = Serving(
         app,
+        settings.host,
+        settings.port,
+        ssl_context=_server_ssl(settings),
         access_log_class=AccessLog,
         access_log=access_lines,
         access_log_format=settings.log_format,
-        handle_signals=False,
-        shutdown_timeout=0.5,
     )
-    ssl_context = _server_ssl(settings)
     # Start-up (a state file's restore above all) builds objects that live as long as
     # the process and frees almost none: no cyclic collection until it is over.
     gc.disable()
-    await runner.setup()
-    open_front_door(runner)
     try:
-        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=ssl_context)
-        await site.start()
+        host, port = await serving.start()
     except OSError as exc:
         print(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}", file=sys.stderr)
-        await runner.cleanup()
         raise SystemExit(1) from exc
-    host, port = runner.addresses[0][:2]
     scheme = "https" if settings.https else "http"
     url = f"{scheme}://{_url_host(host)}:{port}"
     if settings.url_file:
-        await _write_url_file(runner, settings.url_file, f"{scheme}://{local_host(host)}:{port}")
+        await _write_url_file(serving, settings.url_file, f"{scheme}://{local_host(host)}:{port}")
     print(f"listening on {url}", flush=True)
     print(banner(app, url), flush=True)
     _settle_garbage_collector()
@@ -298,11 +295,11 @@ async def serve(settings: Settings, startup: StartupState) -> None:
     if settings.url_file:
         with contextlib.suppress(OSError):
             os.remove(settings.url_file)
-    await runner.cleanup()
+    await serving.stop()
     access_lines.flush()
 
 
-async def _write_url_file(runner: web.AppRunner, path: str, url: str) -> None:
+async def _write_url_file(serving: Serving, path: str, url: str) -> None:
     """`--url-file`: the URL a client on this machine calls, written whole (a reader
     never sees half of it); a file that cannot be written stops the start, exit 1."""
     partial = f"{path}.{os.getpid()}.tmp"
@@ -312,7 +309,7 @@ async def _write_url_file(runner: web.AppRunner, path: str, url: str) -> None:
         os.replace(partial, path)
     except OSError as exc:
         print(f"cannot write the URL file {path}: {exc.strerror}", file=sys.stderr)
-        await runner.cleanup()
+        await serving.stop()
         raise SystemExit(1) from exc
 
 
@@ -361,11 +358,9 @@ WEBHOOK_INSECURE_WARNING = (
 )
 
 
-def banner(app: web.Application, url: str) -> str:
-    from .app_keys import SANDBOX, SETTINGS, STATE_FILE
-
-    sandbox = app[SANDBOX]
-    settings = app[SETTINGS]
+def banner(app: App, url: str) -> str:
+    sandbox = app.sandbox
+    settings = app.settings
     account = next(iter(sandbox.state.accounts.values()))
     ca_path = os.path.abspath(settings.tls_ca_out) if settings.tls_ca_out else None
     cacert = f"--cacert {ca_path} " if ca_path else ""
@@ -387,7 +382,7 @@ def banner(app: web.Application, url: str) -> str:
             *([f"  ca           {ca_path}"] if ca_path else []),
             *([WEBHOOK_INSECURE_WARNING] if settings.webhook_insecure else []),
             f"  dashboard    {url}/_mock/ui/",
-            *([f"  state        {app[STATE_FILE].path}"] if STATE_FILE in app else []),
+            *([f"  state        {app.state_file.path}"] if app.state_file else []),
             f"  try          {token_call}",
         ]
     )

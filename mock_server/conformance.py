@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-from aiohttp import web
 
 from .sourcefile import ConfigError
 
@@ -201,33 +200,29 @@ class Target:
 
 
 async def run(base_url: str, api_key: str, catalog: str | None) -> list[Outcome]:
-    from .api.front import open_front_door
     from .app import create_app
     from .config import Settings, load_startup
+    from .serving import Serving
 
     settings = Settings(clock="manual", seed=1, catalog=catalog)
     startup = load_startup(settings)
     feed = startup.catalog.to_feed()
     item = next((i for i in feed if i["product_type"] == "key" and _buyable(i)), None)
     with_fields = next((i for i in feed if i["product_type"] != "key" and i.get("fields")), None)
-    runner = web.AppRunner(create_app(settings, startup=startup), access_log=None)
-    await runner.setup()
-    open_front_door(runner)
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
+    serving = Serving(create_app(settings, startup=startup), "127.0.0.1", 0, access_log=None)
+    await serving.start()
     account = next(iter(startup.accounts))
     try:
         async with aiohttp.ClientSession() as session:
             service = Target(session, base_url, api_key)
-            sandbox = Target(session, f"http://{host}:{port}", account.api_keys[0])
+            sandbox = Target(session, serving.url, account.api_keys[0])
             outcomes = []
             for probe in probes(item, with_fields):
                 answers = (await service.send(probe), await sandbox.send(probe))
                 outcomes.append(Outcome(probe, *answers, compare(*answers)))
             return outcomes
     finally:
-        await runner.cleanup()
+        await serving.stop()
 
 
 def _buyable(item: dict[str, Any]) -> bool:

@@ -255,6 +255,12 @@ class StateFile:
             for table in ("sandboxes", *_ROWS):
                 self._delete(entry.sandbox_id, table)
 
+    async def save(self, sandbox: Sandbox) -> None:
+        """After a call that may have changed `sandbox`: its changes are in the file when
+        this returns, before the call's answer leaves."""
+        self.touched(sandbox)
+        await self.committed()
+
     def committed(self) -> asyncio.Future[None]:
         """Resolves once everything recorded so far is in the file."""
         waiter = asyncio.get_running_loop().create_future()

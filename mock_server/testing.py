@@ -23,15 +23,16 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from . import loops, tls
 from .config import Settings
 from .domain.startup import StartupState
 from .domain.statuses import STATUSES, TERMINAL
 from .webhooks import verify
+
+if TYPE_CHECKING:
+    from .serving import Serving
 
 #: What `wait_for_webhook` can wait for: the order status an event carries, and the
 #: delivery's own state.
@@ -66,7 +67,7 @@ class ServerThread:
         self._startup = startup
         self._loop_choice = loops.resolve(loop)  # a bad name or missing uvloop: refused now
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
+        self._serving: Serving | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -105,26 +106,22 @@ class ServerThread:
         try:
             loop.run_forever()
         finally:
-            if self._runner is not None:
-                loop.run_until_complete(self._runner.cleanup())
+            if self._serving is not None:
+                loop.run_until_complete(self._serving.stop())
             loop.close()
 
     async def _serve(self) -> None:
-        from .api.front import open_front_door
         from .app import create_app
+        from .serving import Serving
 
-        app = create_app(self.settings, startup=self._startup)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        open_front_door(self._runner)
         ssl_context = None
         if self.settings.tls == tls.SELF_SIGNED and self.settings.tls_ca_out:
             # HTTPS from a local CA, written where the settings say (the handle's ca_path)
             ssl_context = tls.self_signed("127.0.0.1", self.settings.tls_ca_out)
-        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ssl_context)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
-        self.url = f"{'https' if ssl_context else 'http'}://{host}:{port}"
+        app = create_app(self.settings, startup=self._startup)
+        self._serving = Serving(app, "127.0.0.1", 0, ssl_context=ssl_context, access_log=None)
+        await self._serving.start()
+        self.url = self._serving.url
 
 
 class SandboxHandle:

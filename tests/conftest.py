@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import replace
+from functools import partialmethod
 from typing import Any
 
+import aiohttp
 import pytest
 
-from mock_server.api.front import open_front_door
-from mock_server.app import create_app
+from mock_server.app import App, create_app
 from mock_server.clock import parse_iso
 from mock_server.config import Settings
+from mock_server.serving import Serving
 
 START = "2026-01-01T00:00:00Z"
 START_TS = parse_iso(START)
@@ -95,16 +98,53 @@ async def login(client: Any, api_key: str = "ak_test_default") -> Merchant:
     return Merchant(client, (await response.json())["access_token"])
 
 
-@pytest.fixture
-def make_client(aiohttp_client):
-    """A client of a server run as the CLI runs it: the front door before the app."""
+class Client:
+    """A client of one app, served as every server serves it (`serving.Serving`, on
+    127.0.0.1 and a free port): aiohttp's session on its URL, paths relative to it."""
 
-    async def make(**overrides: Any):
-        client = await aiohttp_client(create_app(replace(BASE_SETTINGS, **overrides)))
-        open_front_door(client.server.runner)
+    def __init__(self, app: App, serving: Serving, session: aiohttp.ClientSession) -> None:
+        self.app = app
+        self.serving = serving
+        self.session = session
+
+    @property
+    def host(self) -> str:
+        return self.serving.url.rpartition(":")[0].removeprefix("http://")
+
+    @property
+    def port(self) -> int:
+        return int(self.serving.url.rpartition(":")[2])
+
+    def request(self, method: str, path: str, **options: Any) -> Any:
+        return self.session.request(method, path, **options)
+
+    get = partialmethod(request, "GET")
+    head = partialmethod(request, "HEAD")
+    options = partialmethod(request, "OPTIONS")
+    post = partialmethod(request, "POST")
+    put = partialmethod(request, "PUT")
+    patch = partialmethod(request, "PATCH")
+    delete = partialmethod(request, "DELETE")
+
+
+@pytest.fixture
+async def make_client() -> AsyncIterator[Any]:
+    """Serve an app (`create_app` on the tests' settings with `overrides`, or the `app`
+    given) and return a client of it; everything stops when the test ends."""
+    clients: list[Client] = []
+
+    async def make(app: App | None = None, **overrides: Any) -> Client:
+        app = app or create_app(replace(BASE_SETTINGS, **overrides))
+        serving = Serving(app, "127.0.0.1", 0, access_log=None)
+        await serving.start()
+        client = Client(app, serving, aiohttp.ClientSession(base_url=serving.url))
+        clients.append(client)
         return client
 
-    return make
+    yield make
+    for client in clients:
+        await client.session.close()
+        await client.serving.stop()
 
 
 @pytest.fixture

@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from mock_server.api.jsonio import dumps
-from mock_server.app_keys import SANDBOXES
 from mock_server.domain.events import EventHub
+from mock_server.edge.jsonio import dumps
 from tests.conftest import login
 
 
@@ -135,7 +134,7 @@ async def test_a_journal_event_is_the_entry_the_journal_shows(client, stream):
 
 
 async def test_a_reader_that_falls_behind_gets_overflow_and_is_let_go(client):
-    sandbox = client.app[SANDBOXES].default.sandbox
+    sandbox = client.app.sandboxes.default.sandbox
     sandbox.events = EventHub(dumps, limit=5)
     stream = await client.get("/_mock/events")
     await next_event(stream)

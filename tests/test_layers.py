@@ -21,12 +21,14 @@ CORE = (
 #: What the core never imports.
 ABOVE_CORE = (
     "aiohttp",
-    "mock_server.api",
+    "mock_server.edge",
+    "mock_server.merchant",
     "mock_server.control",
     "mock_server.openapi",
     "mock_server.webhooks",
     "mock_server.state_file",
     "mock_server.app",
+    "mock_server.serving",
     "mock_server.cli",
     "mock_server.config",
     "mock_server.testing",
@@ -111,6 +113,30 @@ def test_the_core_imports_nothing_of_http_io_or_wiring():
         if target.startswith(ABOVE_CORE)
     )
     assert crossings == []
+
+
+#: The request edge's dispatcher: the one edge module that knows the APIs it dispatches to.
+DISPATCHER = "mock_server.edge.server"
+#: Who may import whom among the HTTP packages (docs/architecture.md, "Layers").
+NEVER = {
+    "mock_server.edge": ("mock_server.merchant", "mock_server.control", "mock_server.openapi"),
+    "mock_server.merchant": ("mock_server.control", "mock_server.openapi"),
+    "mock_server.control": ("mock_server.merchant",),
+}
+
+
+def test_the_edge_toolkit_and_the_two_apis_keep_to_their_packages():
+    graph = import_graph()
+    crossings = sorted(
+        f"{module} imports {target}"
+        for package, forbidden in NEVER.items()
+        for module, targets in graph.items()
+        if module.startswith(package) and module != DISPATCHER
+        for target in targets
+        if target.startswith(forbidden)
+    )
+    assert crossings == []
+    assert "mock_server.merchant.table" in graph[DISPATCHER]
 
 
 def test_the_check_sees_a_circle_and_a_crossing():

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from mock_server.api.jsonio import OrderRenderings
-from mock_server.api.merchant import ORDER_ID, MerchantApi
+from mock_server.edge.jsonio import OrderRenderings
+from mock_server.merchant.api import ORDER_ID, MerchantApi
 from tests.conftest import Merchant
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")

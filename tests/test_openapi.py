@@ -20,8 +20,8 @@ from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from mock_server.api.merchant import PREFIXES
-from mock_server.app import create_app
+from mock_server.app import App, create_app
+from mock_server.merchant.api import PREFIXES
 from mock_server.openapi import DOCUMENT_PATHS, build_openapi
 from tests.conftest import BASE_SETTINGS, SPEC_ORDER_FIELDS, Merchant, login
 
@@ -39,30 +39,24 @@ ORDERS = "/api/v1/orders"
 # -- helpers -----------------------------------------------------------------------------
 
 
-MIRROR = "/_mock/sandboxes/{sandbox}"
-
-
-def all_routes(app: web.Application) -> set[tuple[str, str]]:
-    """(method, path template) of every route, aiohttp `{name:regex}` shown as `{name}`."""
-    return {
+def all_routes(app: App) -> set[tuple[str, str]]:
+    """(method, path template) of every route the app serves, merchant and control,
+    HEAD included; aiohttp `{name:regex}` shown as `{name}`."""
+    merchant = {(method.lower(), path) for method, path, _ in app.merchant_api.routes()}
+    return merchant | {
         (route.method.lower(), re.sub(r"\{(\w+):[^}]*\}", r"{\1}", resource.canonical))
-        for resource in app.router.resources()
+        for resource in app.control_router.resources()
         for route in resource
     }
 
 
-def served_operations(app: web.Application) -> set[tuple[str, str]]:
-    """Every route but HEAD (added with each GET), the document's own pages and the
-    copies under a sandbox's base path (the document describes those in words)."""
-    served = set()
-    for resource in app.router.resources():
-        path = re.sub(r"\{(\w+):[^}]*\}", r"{\1}", resource.canonical)
-        if path in DOCUMENT_PATHS + PAGE_PATHS or path.startswith(MIRROR + "/"):
-            continue
-        for route in resource:
-            if route.method != "HEAD":
-                served.add((route.method.lower(), path))
-    return served
+def served_operations(app: App) -> set[tuple[str, str]]:
+    """Every route but HEAD (added with each GET) and the document's own pages."""
+    return {
+        (method, path)
+        for method, path in all_routes(app)
+        if method != "head" and path not in DOCUMENT_PATHS + PAGE_PATHS
+    }
 
 
 def documented_operations(doc: dict[str, Any]) -> set[tuple[str, str]]:
@@ -255,13 +249,24 @@ async def test_every_route_is_documented_and_every_documented_route_served(clien
 async def test_every_route_but_the_sandbox_entries_is_served_under_a_sandboxes_base_path(
     client,
 ):
-    routes = all_routes(client.app)
-    mirrored = {
-        (method, path[len(MIRROR) :]) for method, path in routes if path.startswith(MIRROR + "/")
-    }
-    root = {(method, path) for method, path in routes if not path.startswith("/_mock/sandboxes")}
-    assert mirrored == root
-    assert ("get", "/api/v1/orders/{order_id}") in mirrored
+    """docs/control-api.md, "Sandboxes": the whole API under a sandbox's base path, but
+    `/_mock/sandboxes` itself, which acts on the server."""
+    created = await (await client.post("/_mock/sandboxes", json={})).json()
+    base = f"/_mock/sandboxes/{created['id']}"
+    reads = sorted(
+        path
+        for method, path in all_routes(client.app)
+        if method == "get" and "{" not in path and path != "/_mock/events"
+    )
+    assert "/_mock/sandboxes" in reads and "/_mock/clock" in reads
+    for path in reads:
+        response = await client.get(base + path, allow_redirects=False)
+        body = await response.read()
+        if path.startswith("/_mock/sandboxes"):
+            assert response.status == 404, (path, body)
+        else:
+            assert response.status != 404, (path, body)
+            assert b"No such endpoint" not in body
 
 
 async def test_an_undocumented_route_is_caught():
@@ -270,14 +275,14 @@ async def test_an_undocumented_route_is_caught():
     async def extra(request: web.Request) -> web.Response:
         return web.Response()
 
-    app.router.add_get("/_mock/something-new", extra)
-    app.router.add_route("*", "/anything/{rest:.*}", extra)
+    app.control_router.add_get("/_mock/something-new", extra)
+    app.control_router.add_route("*", "/anything/{rest:.*}", extra)
     missing = served_operations(app) - documented_operations(DOC)
     assert missing == {("get", "/_mock/something-new"), ("*", "/anything/{rest}")}
 
 
 async def test_the_document_and_its_page_are_served_but_not_documented(client):
-    routes = {resource.canonical for resource in client.app.router.resources()}
+    routes = {resource.canonical for resource in client.app.control_router.resources()}
     for path in DOCUMENT_PATHS:
         assert path in routes
         assert path not in DOC["paths"]

@@ -15,7 +15,6 @@ import pytest
 from aiohttp import web
 
 from mock_server.app import create_app
-from mock_server.app_keys import SANDBOXES
 from mock_server.webhooks import verify
 from tests.conftest import BASE_SETTINGS, Merchant, login
 from tests.test_real_clock import _until
@@ -37,9 +36,9 @@ def wall() -> WallClock:
 
 
 @pytest.fixture
-def serve(aiohttp_client, wall):
+def serve(make_client, wall):
     async def make(**overrides: Any):
-        return await aiohttp_client(create_app(replace(BASE_SETTINGS, **overrides), wall=wall))
+        return await make_client(create_app(replace(BASE_SETTINGS, **overrides), wall=wall))
 
     return make
 
@@ -258,7 +257,7 @@ async def test_deleting_drops_its_pending_steps(client):
     await merchant.create({"item_id": 1001})
     jobs = await (await client.get(f"{sandbox['base']}/_mock/jobs")).json()
     assert jobs["pending"] == 1
-    dropped = client.app[SANDBOXES].find(sandbox["id"], touch=False).sandbox
+    dropped = client.app.sandboxes.find(sandbox["id"], touch=False).sandbox
     assert (await client.delete(f"/_mock/sandboxes/{sandbox['id']}")).status == 204
     assert dropped.scheduler.pending() == 0
 

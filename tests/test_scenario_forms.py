@@ -113,10 +113,10 @@ def test_validate_refuses_a_deliver_that_contradicts_its_status(tmp_path):
 
 
 @pytest.fixture
-async def merchant(aiohttp_client, tmp_path):
+async def merchant(make_client, tmp_path):
     path = write(tmp_path, "forms.yaml", DESIGN_FORMS)
     settings = Settings(**{**BASE_SETTINGS.__dict__, "scenarios": (str(path),)})
-    return await login(await aiohttp_client(create_app(settings)))
+    return await login(await make_client(create_app(settings)))
 
 
 async def _history_after_code(merchant, scenario: str) -> list[tuple[str, float]]:

@@ -4,9 +4,6 @@ base path."""
 
 from __future__ import annotations
 
-from mock_server.app import create_app
-from tests.conftest import BASE_SETTINGS
-
 
 async def test_root_redirects_to_the_dashboard(client):
     response = await client.get("/", allow_redirects=False)
@@ -26,10 +23,9 @@ async def test_the_page_is_served_with_a_strict_content_policy(client):
     assert (await client.get("/_mock/ui/no-such-file.js")).status == 404
 
 
-async def test_the_page_is_open_but_its_data_is_not_with_an_admin_token(aiohttp_client):
-    from dataclasses import replace
+async def test_the_page_is_open_but_its_data_is_not_with_an_admin_token(make_client):
 
-    client = await aiohttp_client(create_app(replace(BASE_SETTINGS, admin_token="t0k")))
+    client = await make_client(admin_token="t0k")
     assert (await client.get("/_mock/ui/")).status == 200
     assert (await client.get("/", allow_redirects=False)).status == 302
     assert (await client.get("/_mock/orders")).status == 401

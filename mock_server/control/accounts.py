@@ -4,80 +4,79 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..api.jsonio import json_response, read_document, read_object
-from ..api.routing import sandbox_of
 from ..domain import admin
+from ..edge.context import params_of, sandbox_of
+from ..edge.jsonio import json_response, read_document, read_object
 from ..errors import validation_error
 
 
-def _state(request: web.Request):
+def _state(request: web.BaseRequest):
     return sandbox_of(request).state
 
 
-async def list_accounts(request: web.Request) -> web.Response:
+async def list_accounts(request: web.BaseRequest) -> web.Response:
     accounts = _state(request).accounts.values()
     return json_response({"accounts": [admin.account_view(a) for a in accounts]})
 
 
-async def create_account(request: web.Request) -> web.Response:
+async def create_account(request: web.BaseRequest) -> web.Response:
     account = admin.create_account(_state(request), await read_object(request))
     created = admin.account_view(account) | {"api_key": account.api_keys[0]}
     return json_response(created, status=201)
 
 
-async def replace_accounts(request: web.Request) -> web.Response:
+async def replace_accounts(request: web.BaseRequest) -> web.Response:
     accounts = sandbox_of(request).replace_accounts(await read_document(request))
     return json_response({"accounts": [admin.account_view(a) for a in accounts]})
 
 
-async def read_account(request: web.Request) -> web.Response:
-    account = admin.find_account(_state(request), request.match_info["account_id"])
+async def read_account(request: web.BaseRequest) -> web.Response:
+    account = admin.find_account(_state(request), params_of(request)["account_id"])
     return json_response(admin.account_view(account))
 
 
-async def patch_account(request: web.Request) -> web.Response:
+async def patch_account(request: web.BaseRequest) -> web.Response:
     body = await read_object(request)
-    account = admin.patch_account(_state(request), request.match_info["account_id"], body)
+    account = admin.patch_account(_state(request), params_of(request)["account_id"], body)
     return json_response(admin.account_view(account))
 
 
-async def read_ledger(request: web.Request) -> web.Response:
+async def read_ledger(request: web.BaseRequest) -> web.Response:
     return json_response(
         admin.ledger_view(
-            _state(request), request.match_info["account_id"], request.query.get("order_id")
+            _state(request), params_of(request)["account_id"], request.query.get("order_id")
         )
     )
 
 
-async def issue_api_key(request: web.Request) -> web.Response:
-    key = admin.issue_api_key(_state(request), request.match_info["account_id"])
-    return json_response({"api_key": key, "account_id": request.match_info["account_id"]}, 201)
+async def issue_api_key(request: web.BaseRequest) -> web.Response:
+    key = admin.issue_api_key(_state(request), params_of(request)["account_id"])
+    return json_response({"api_key": key, "account_id": params_of(request)["account_id"]}, 201)
 
 
-async def revoke_api_key(request: web.Request) -> web.Response:
-    admin.revoke_api_key(_state(request), request.match_info["key"])
-    return json_response({"revoked": request.match_info["key"]})
+async def revoke_api_key(request: web.BaseRequest) -> web.Response:
+    admin.revoke_api_key(_state(request), params_of(request)["key"])
+    return json_response({"revoked": params_of(request)["key"]})
 
 
-async def read_catalog(request: web.Request) -> web.Response:
+async def read_catalog(request: web.BaseRequest) -> web.Response:
     return json_response({"items": _state(request).catalog.to_feed()})
 
 
-async def replace_catalog(request: web.Request) -> web.Response:
+async def replace_catalog(request: web.BaseRequest) -> web.Response:
     catalog = admin.replace_catalog(_state(request), await read_document(request))
     return json_response({"items": catalog.to_feed()})
 
 
-async def patch_item(request: web.Request) -> web.Response:
-    raw_id = request.match_info["item_id"]
+async def patch_item(request: web.BaseRequest) -> web.Response:
+    raw_id = params_of(request)["item_id"]
     if not raw_id.isascii() or not raw_id.isdigit():
         raise validation_error(f"item id must be an integer, got {raw_id!r}")
     item = admin.patch_item(_state(request), int(raw_id), await read_object(request))
     return json_response(item.to_feed())
 
 
-def add_routes(app: web.Application) -> None:
-    router = app.router
+def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/_mock/accounts", list_accounts)
     router.add_post("/_mock/accounts", create_account)
     router.add_put("/_mock/accounts", replace_accounts)

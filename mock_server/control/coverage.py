@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..api.jsonio import json_response
-from ..api.routing import sandbox_of
+from ..edge.context import sandbox_of
+from ..edge.jsonio import json_response
 
 
-async def read_coverage(request: web.Request) -> web.Response:
+async def read_coverage(request: web.BaseRequest) -> web.Response:
     return json_response(sandbox_of(request).coverage_report())
 
 
-async def reset_coverage(request: web.Request) -> web.Response:
+async def reset_coverage(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     sandbox.coverage.reset()
     return json_response(sandbox.coverage_report())
 
 
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/_mock/coverage", read_coverage)
-    app.router.add_post("/_mock/coverage/reset", reset_coverage)
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/_mock/coverage", read_coverage)
+    router.add_post("/_mock/coverage/reset", reset_coverage)

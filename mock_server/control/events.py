@@ -14,9 +14,9 @@ import asyncio
 
 from aiohttp import web
 
-from ..api.routing import sandbox_of
 from ..clock import iso
 from ..domain.events import READER_BUFFER
+from ..edge.context import sandbox_of
 
 KEEP_ALIVE_SECONDS = 15.0
 #: After a write, frames gather this long before the next one: under load a dashboard
@@ -27,7 +27,7 @@ KEEP_ALIVE_SECONDS = 15.0
 LINGER_SECONDS = 0.2
 
 
-async def stream_events(request: web.Request) -> web.StreamResponse:
+async def stream_events(request: web.BaseRequest) -> web.StreamResponse:
     sandbox = sandbox_of(request)
     hub = sandbox.events
     reader = hub.subscribe()
@@ -61,5 +61,5 @@ async def stream_events(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/_mock/events", stream_events)
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/_mock/events", stream_events)

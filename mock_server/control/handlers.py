@@ -12,20 +12,20 @@ from typing import Any
 
 from aiohttp import web
 
-from ..api.jsonio import json_response, read_object
-from ..api.routing import sandbox_of
 from ..clock import ClockError, parse_iso
 from ..domain.deliveries import Delivery
 from ..domain.orders import Order
 from ..domain.randomness import MAX_SEED
+from ..edge.context import params_of, sandbox_of
+from ..edge.jsonio import json_response, read_object
 from ..errors import validation_error
 
 
-async def health(request: web.Request) -> web.Response:
+async def health(request: web.BaseRequest) -> web.Response:
     return json_response({"status": "ok"})
 
 
-async def reset(request: web.Request) -> web.Response:
+async def reset(request: web.BaseRequest) -> web.Response:
     body = await read_object(request, required=False)
     seed = body.get("seed")
     if seed is not None and (
@@ -45,11 +45,11 @@ async def reset(request: web.Request) -> web.Response:
     return json_response({"status": "reset", **sandbox.clock_info(), "seed": sandbox.seed})
 
 
-async def read_clock(request: web.Request) -> web.Response:
+async def read_clock(request: web.BaseRequest) -> web.Response:
     return json_response(sandbox_of(request).clock_info())
 
 
-async def advance_clock(request: web.Request) -> web.Response:
+async def advance_clock(request: web.BaseRequest) -> web.Response:
     body = await read_object(request)
     seconds = body.get("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, int | Decimal):
@@ -65,7 +65,7 @@ async def advance_clock(request: web.Request) -> web.Response:
     return json_response({"now": sandbox.clock_info()["now"]})
 
 
-async def read_jobs(request: web.Request) -> web.Response:
+async def read_jobs(request: web.BaseRequest) -> web.Response:
     scheduler = sandbox_of(request).scheduler
     limit = _count(request.query.get("upcoming"), "upcoming", default=20)
     return json_response(
@@ -77,7 +77,7 @@ async def read_jobs(request: web.Request) -> web.Response:
     )
 
 
-async def list_orders(request: web.Request) -> web.Response:
+async def list_orders(request: web.BaseRequest) -> web.Response:
     query = request.query
     orders = sandbox_of(request).list_orders(
         account_id=query.get("account_id"),
@@ -104,9 +104,9 @@ def _count(raw: str | None, name: str, *, default: int | None) -> int | None:
     return int(raw)
 
 
-async def read_order(request: web.Request) -> web.Response:
+async def read_order(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
-    order = sandbox.find_order(request.match_info["order_id"])
+    order = sandbox.find_order(params_of(request)["order_id"])
     return json_response(order_detail(order, sandbox.deliveries(order.id)))
 
 
@@ -121,24 +121,24 @@ def order_detail(order: Order, deliveries: list[Delivery]) -> dict[str, Any]:
     }
 
 
-async def list_webhooks(request: web.Request) -> web.Response:
+async def list_webhooks(request: web.BaseRequest) -> web.Response:
     deliveries = sandbox_of(request).deliveries(request.query.get("order_id"))
     return json_response({"deliveries": [delivery.to_json() for delivery in deliveries]})
 
 
-async def redeliver_webhook(request: web.Request) -> web.Response:
-    delivery = sandbox_of(request).find_delivery(request.match_info["delivery_id"])
+async def redeliver_webhook(request: web.BaseRequest) -> web.Response:
+    delivery = sandbox_of(request).find_delivery(params_of(request)["delivery_id"])
     await sandbox_of(request).webhooks.redeliver(delivery)
     return json_response(delivery.to_json())
 
 
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/_mock/health", health)
-    app.router.add_post("/_mock/reset", reset)
-    app.router.add_get("/_mock/clock", read_clock)
-    app.router.add_post("/_mock/clock/advance", advance_clock)
-    app.router.add_get("/_mock/jobs", read_jobs)
-    app.router.add_get("/_mock/orders", list_orders)
-    app.router.add_get("/_mock/orders/{order_id}", read_order)
-    app.router.add_get("/_mock/webhooks", list_webhooks)
-    app.router.add_post("/_mock/webhooks/{delivery_id}/redeliver", redeliver_webhook)
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/_mock/health", health)
+    router.add_post("/_mock/reset", reset)
+    router.add_get("/_mock/clock", read_clock)
+    router.add_post("/_mock/clock/advance", advance_clock)
+    router.add_get("/_mock/jobs", read_jobs)
+    router.add_get("/_mock/orders", list_orders)
+    router.add_get("/_mock/orders/{order_id}", read_order)
+    router.add_get("/_mock/webhooks", list_webhooks)
+    router.add_post("/_mock/webhooks/{delivery_id}/redeliver", redeliver_webhook)

@@ -2,7 +2,7 @@
 (docs/control-api.md, "Sandboxes").
 
 These act on the server, not on one sandbox, so they are served on the root paths only
-(not under a sandbox's base path).
+(not under a sandbox's base path: `served_at`).
 """
 
 from __future__ import annotations
@@ -11,35 +11,47 @@ from typing import Any
 
 from aiohttp import web
 
-from ..api.jsonio import json_response, read_json
-from ..api.routing import ENTRY_PARAM, server_url
-from ..app_keys import SANDBOXES
-from ..domain.sandboxes import Entry
+from ..domain.sandboxes import Entry, Sandboxes
+from ..edge.context import params_of
+from ..edge.jsonio import json_response, read_json
+from ..edge.paths import server_url
 from ..errors import validation_error
 
-
-async def create_sandbox(request: web.Request) -> web.Response:
-    body = await read_json(request, required=False, exact=False)
-    if not isinstance(body, dict):
-        raise validation_error("The request body must be a JSON object (or empty)")
-    entry = request.app[SANDBOXES].create(body)
-    return json_response(created_view(entry, server_url(request)), status=201)
+PATH = "/_mock/sandboxes"
+#: The path parameter of one sandbox's entry, `/_mock/sandboxes/{sandbox_id}`.
+ENTRY_PARAM = "sandbox_id"
 
 
-async def list_sandboxes(request: web.Request) -> web.Response:
-    url = server_url(request)
-    entries = request.app[SANDBOXES].entries()
-    return json_response({"sandboxes": [entry.view(url) for entry in entries]})
+def served_at(sandbox_id: str | None, path: str) -> bool:
+    """Whether these routes answer `path`: on the root paths only."""
+    return sandbox_id is None or not (path == PATH or path.startswith(PATH + "/"))
 
 
-async def read_sandbox(request: web.Request) -> web.Response:
-    entry = request.app[SANDBOXES].find(request.match_info[ENTRY_PARAM])
-    return json_response(entry.view(server_url(request)))
+class SandboxesApi:
+    """The handlers of `/_mock/sandboxes`, over the server's sandboxes."""
 
+    def __init__(self, sandboxes: Sandboxes) -> None:
+        self._sandboxes = sandboxes
 
-async def delete_sandbox(request: web.Request) -> web.Response:
-    request.app[SANDBOXES].delete(request.match_info[ENTRY_PARAM])
-    return web.Response(status=204)
+    async def create(self, request: web.BaseRequest) -> web.Response:
+        body = await read_json(request, required=False, exact=False)
+        if not isinstance(body, dict):
+            raise validation_error("The request body must be a JSON object (or empty)")
+        entry = self._sandboxes.create(body)
+        return json_response(created_view(entry, server_url(request)), status=201)
+
+    async def list(self, request: web.BaseRequest) -> web.Response:
+        url = server_url(request)
+        entries = self._sandboxes.entries()
+        return json_response({"sandboxes": [entry.view(url) for entry in entries]})
+
+    async def read(self, request: web.BaseRequest) -> web.Response:
+        entry = self._sandboxes.find(params_of(request)[ENTRY_PARAM])
+        return json_response(entry.view(server_url(request)))
+
+    async def delete(self, request: web.BaseRequest) -> web.Response:
+        self._sandboxes.delete(params_of(request)[ENTRY_PARAM])
+        return web.Response(status=204)
 
 
 def created_view(entry: Entry, url: str) -> dict[str, Any]:
@@ -58,9 +70,9 @@ def created_view(entry: Entry, url: str) -> dict[str, Any]:
     }
 
 
-def add_routes(app: web.Application) -> None:
-    router = app.router
-    router.add_get("/_mock/sandboxes", list_sandboxes)
-    router.add_post("/_mock/sandboxes", create_sandbox)
-    router.add_get(f"/_mock/sandboxes/{{{ENTRY_PARAM}}}", read_sandbox)
-    router.add_delete(f"/_mock/sandboxes/{{{ENTRY_PARAM}}}", delete_sandbox)
+def add_routes(router: web.UrlDispatcher, sandboxes: Sandboxes) -> None:
+    api = SandboxesApi(sandboxes)
+    router.add_get(PATH, api.list)
+    router.add_post(PATH, api.create)
+    router.add_get(f"{PATH}/{{{ENTRY_PARAM}}}", api.read)
+    router.add_delete(f"{PATH}/{{{ENTRY_PARAM}}}", api.delete)

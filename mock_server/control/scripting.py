@@ -6,9 +6,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ..api.jsonio import json_response, read_document, read_object
-from ..api.routing import sandbox_of
 from ..domain.scenarios import Scenario
+from ..edge.context import sandbox_of
+from ..edge.jsonio import json_response, read_document, read_object
 from ..errors import validation_error
 
 
@@ -29,7 +29,7 @@ def scenario_view(scenario: Scenario) -> dict[str, Any]:
     }
 
 
-async def list_scenarios(request: web.Request) -> web.Response:
+async def list_scenarios(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     return json_response(
         {
@@ -39,12 +39,12 @@ async def list_scenarios(request: web.Request) -> web.Response:
     )
 
 
-async def load_scenarios(request: web.Request) -> web.Response:
+async def load_scenarios(request: web.BaseRequest) -> web.Response:
     loaded = sandbox_of(request).load_scenarios(await read_document(request))
     return json_response({"loaded": [s.name for s in loaded]}, status=201)
 
 
-async def queue_next(request: web.Request) -> web.Response:
+async def queue_next(request: web.BaseRequest) -> web.Response:
     body = await read_object(request)
     entry = sandbox_of(request).queue_scenario(
         body.get("scenario"),
@@ -55,26 +55,26 @@ async def queue_next(request: web.Request) -> web.Response:
     return json_response(entry.to_json(), status=201)
 
 
-async def explain_scenario(request: web.Request) -> web.Response:
+async def explain_scenario(request: web.BaseRequest) -> web.Response:
     return json_response(sandbox_of(request).explain(await read_object(request)))
 
 
-async def list_faults(request: web.Request) -> web.Response:
+async def list_faults(request: web.BaseRequest) -> web.Response:
     faults = sandbox_of(request).faults.list()
     return json_response({"faults": [fault.to_json() for fault in faults]})
 
 
-async def add_fault(request: web.Request) -> web.Response:
+async def add_fault(request: web.BaseRequest) -> web.Response:
     fault = sandbox_of(request).faults.add(await read_object(request))
     return json_response(fault.to_json(), status=201)
 
 
-async def clear_faults(request: web.Request) -> web.Response:
+async def clear_faults(request: web.BaseRequest) -> web.Response:
     sandbox_of(request).faults.clear()
     return json_response({"faults": []})
 
 
-async def list_requests(request: web.Request) -> web.Response:
+async def list_requests(request: web.BaseRequest) -> web.Response:
     raw = request.query.get("limit")
     limit = None
     if raw is not None:
@@ -85,8 +85,7 @@ async def list_requests(request: web.Request) -> web.Response:
     return json_response({"requests": [call.to_json() for call in calls]})
 
 
-def add_routes(app: web.Application) -> None:
-    router = app.router
+def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/_mock/scenarios", list_scenarios)
     router.add_post("/_mock/scenarios", load_scenarios)
     router.add_post("/_mock/scenarios/next", queue_next)

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..api.jsonio import json_response, read_json
-from ..api.routing import sandbox_of
+from ..edge.context import sandbox_of
+from ..edge.jsonio import json_response, read_json
 
 
-async def read_state(request: web.Request) -> web.Response:
+async def read_state(request: web.BaseRequest) -> web.Response:
     return json_response(sandbox_of(request).dump_state())
 
 
-async def replace_state(request: web.Request) -> web.Response:
+async def replace_state(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     sandbox.load_state(await read_json(request, exact=False))
     return json_response({"status": "loaded", **sandbox.clock_info(), "seed": sandbox.seed})
 
 
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/_mock/state", read_state)
-    app.router.add_put("/_mock/state", replace_state)
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/_mock/state", read_state)
+    router.add_put("/_mock/state", replace_state)

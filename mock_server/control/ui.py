@@ -13,7 +13,8 @@ from importlib import resources
 
 from aiohttp import web
 
-from ..api.routing import split_base
+from ..edge.context import params_of
+from ..edge.paths import split_base
 
 UI_PATH = "/_mock/ui/"
 #: Served without the admin token: the page and its static files (no data).
@@ -41,8 +42,8 @@ def _files() -> dict[str, tuple[bytes, str]]:
     return found
 
 
-async def serve_ui_file(request: web.Request) -> web.Response:
-    name = request.match_info.get("name") or "index.html"
+async def serve_ui_file(request: web.BaseRequest) -> web.Response:
+    name = params_of(request).get("name") or "index.html"
     found = _files().get(name)
     if found is None:
         raise web.HTTPNotFound()
@@ -55,15 +56,15 @@ async def serve_ui_file(request: web.Request) -> web.Response:
     )
 
 
-async def to_ui(request: web.Request) -> web.Response:
+async def to_ui(request: web.BaseRequest) -> web.Response:
     """`/` and `/_mock/ui` lead to the dashboard (of the sandbox whose base path it is)."""
     path = request.path
     base = path[: len(path) - len(split_base(path)[1])]
     raise web.HTTPFound(base + UI_PATH)
 
 
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/", to_ui)
-    app.router.add_get("/_mock/ui", to_ui)
-    app.router.add_get(UI_PATH, serve_ui_file)
-    app.router.add_get(UI_PATH + "{name}", serve_ui_file)
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/", to_ui)
+    router.add_get("/_mock/ui", to_ui)
+    router.add_get(UI_PATH, serve_ui_file)
+    router.add_get(UI_PATH + "{name}", serve_ui_file)

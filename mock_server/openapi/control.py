@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..api.merchant import SCENARIO_HEADER
-from ..api.middleware import HEALTH_PATH
+from ..control.calls import HEALTH_PATH
 from ..domain.randomness import MAX_SEED
 from ..domain.statuses import STATUSES
+from ..merchant.api import SCENARIO_HEADER
 from .merchant import ORDER_ID
 from .schema_helpers import (
     ADMIN_AUTH,

@@ -6,10 +6,10 @@ import functools
 from importlib import metadata
 from typing import Any
 
-from ..api.merchant import PREFIXES, SCENARIO_HEADER
-from ..api.middleware import HEALTH_PATH
+from ..control.calls import HEALTH_PATH
 from ..domain.accounts import DEFAULT_SIGNATURE_HEADERS
 from ..domain.deliveries import MAX_ATTEMPTS, RETRY_INTERVAL
+from ..merchant.api import PREFIXES, SCENARIO_HEADER
 from .control import (
     _control_accounts,
     _control_basics,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..api.merchant import PREFIXES, SCENARIO_HEADER
 from ..config import MAX_BODY_BYTES
 from ..domain.tokens import TOKEN_LIFETIME
+from ..merchant.api import PREFIXES, SCENARIO_HEADER
 from .schema_helpers import (
     MERCHANT_AUTH,
     body,

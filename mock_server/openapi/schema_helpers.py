@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..api.jsonio import YAML_TYPES
+from ..edge.jsonio import YAML_TYPES
 
 Schema = dict[str, Any]
 

@@ -9,7 +9,7 @@ from importlib import resources
 
 from aiohttp import web
 
-from ..api.routing import split_base
+from ..edge.paths import split_base
 
 #: Served by the sandbox but not described in the document: the document and its page.
 DOCUMENT_PATHS = ("/openapi.json", "/docs", "/docs/app.js", "/docs/style.css")
@@ -41,11 +41,11 @@ def _page_file(name: str) -> bytes:
     return (resources.files("mock_server") / "data" / "docs" / name).read_bytes()
 
 
-async def serve_openapi(request: web.Request) -> web.Response:
+async def serve_openapi(request: web.BaseRequest) -> web.Response:
     return web.Response(body=_document_bytes(), content_type="application/json")
 
 
-async def serve_docs_file(request: web.Request) -> web.Response:
+async def serve_docs_file(request: web.BaseRequest) -> web.Response:
     name, content_type = _PAGE_FILES[split_base(request.path)[1]]  # also under a base path
     return web.Response(
         body=_page_file(name),
@@ -55,7 +55,7 @@ async def serve_docs_file(request: web.Request) -> web.Response:
     )
 
 
-def add_routes(app: web.Application) -> None:
-    app.router.add_get("/openapi.json", serve_openapi)
+def add_routes(router: web.UrlDispatcher) -> None:
+    router.add_get("/openapi.json", serve_openapi)
     for path in _PAGE_FILES:
-        app.router.add_get(path, serve_docs_file)
+        router.add_get(path, serve_docs_file)

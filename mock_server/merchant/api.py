@@ -1,9 +1,9 @@
 """The merchant API of spec section 4, served under both `/api/v1` and `/v1`.
 
-Handlers parse, make one call to the `Sandbox`, and render. Business rules live in
-`mock_server.domain`. A handler is given its sandbox and the path's order id (`""` where
-the path has none) by whoever matched the request: the front door (`api.front`) for the
-server's own paths, or aiohttp's router through the edge middleware.
+`MerchantApi.routes()` is the merchant API's one table: the edge matches every merchant
+call against it (`merchant.table`). Handlers parse, make one call to the `Sandbox`, and
+render; business rules live in `mock_server.domain`. A handler is given the sandbox the
+call is for and the path's order id (`""` where the path has none).
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from aiohttp import web
 
 from ..domain.accounts import Account
 from ..domain.sandbox import Sandbox
+from ..edge.jsonio import OrderRenderings, json_response, read_json, read_object
 from ..errors import ApiError, TokenError
-from .jsonio import OrderRenderings, json_response, read_json, read_object
-from .routing import CURRENT
 
 PREFIXES = ("/api/v1", "/v1")
 SCENARIO_HEADER = "X-Mock-Scenario"
@@ -95,24 +94,3 @@ class MerchantApi:
 
 def _account(request: web.BaseRequest, sandbox: Sandbox) -> Account:
     return sandbox.authenticate(request.headers.get("Authorization"))
-
-
-def add_routes(app: web.Application, api: MerchantApi) -> None:
-    """The merchant routes on the application's router: what serves them when the front
-    door does not (an app served by another runner; a HEAD, an `Expect` or a
-    percent-encoded path, which the front door leaves to the router)."""
-    for method, path, handler in api.routes():
-        if method == "GET":
-            app.router.add_get(path, routed(handler))  # HEAD too, as aiohttp does
-        else:
-            app.router.add_route(method, path, routed(handler))
-
-
-def routed(handler: MerchantHandler) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """A router handler for a merchant handler: its sandbox is the one the edge chose
-    (`MerchantCalls` stores it on the request), its order id the route's."""
-
-    async def route(request: web.Request) -> web.Response:
-        return await handler(request, request[CURRENT], request.match_info.get(ORDER_ID, ""))
-
-    return route

@@ -1,7 +1,6 @@
-"""What surrounds every merchant call, however it was matched (the front door or the
-router): its sandbox found, injected faults first, the handler, the `--state` save, the
-coverage count and the journal entry (the sandbox's own, keyed on the path as a whole
-server sees it)."""
+"""What surrounds every merchant call, a refused one included: its sandbox found,
+injected faults first, the handler, the `--state` save, the coverage count and the
+journal entry (the sandbox's own, keyed on the path as a whole server sees it)."""
 
 from __future__ import annotations
 
@@ -14,19 +13,17 @@ from ..clock import iso
 from ..domain.coverage import PREFIXES as MERCHANT_PREFIXES
 from ..domain.coverage import Coverage
 from ..domain.journal import body_text
-from ..domain.sandbox import Sandbox
 from ..domain.sandboxes import Sandboxes
+from ..edge.context import CURRENT, READS
+from ..edge.jsonio import json_response
+from ..edge.refusals import code_for, failure, refusal
 from ..errors import ApiError, TokenError
-from .jsonio import json_response
-from .merchant import MerchantHandler
-from .refusals import code_for, failure, refusal
-from .routing import CURRENT, merchant_sandbox
+from .api import MerchantHandler
+from .sandbox_choice import merchant_sandbox
 
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
     from ..state_file import StateFile
 
-#: Methods that change nothing: no `--state` save for them.
-READS = ("GET", "HEAD")
 _MERCHANT_PREFIXES = tuple(prefix + "/" for prefix in MERCHANT_PREFIXES)
 
 
@@ -78,8 +75,9 @@ class MerchantCalls:
                 except Exception as exc:  # noqa: BLE001 - as above; the fault answers anyway
                     failure(request, exc, self._max_body)
             response = _fault_response(fault.id, fault.status, method, path)
-        if method not in READS:  # (a read saves nothing: no coroutine for it)
-            await self.save(sandbox)
+        state_file = self._state_file
+        if state_file is not None and method not in READS:  # a read changes nothing
+            await state_file.save(sandbox)
         if fault is None:
             _count(sandbox.coverage, refused, path)
         body = b""
@@ -93,14 +91,6 @@ class MerchantCalls:
         if sandbox.events.active:
             sandbox.events.publish_journal(method, path, status, body_text(body), iso(at))
         return response
-
-    async def save(self, sandbox: Sandbox) -> None:
-        """With --state, what a call changed is in the file before its answer leaves
-        (a call that is not a read: reads change nothing)."""
-        state_file = self._state_file
-        if state_file is not None:
-            state_file.touched(sandbox)
-            await state_file.committed()
 
 
 def _fault_response(fault_id: object, status: int, method: str, path: str) -> web.Response:
