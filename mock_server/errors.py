@@ -1,6 +1,6 @@
 """One error tree for everything the sandbox refuses.
 
-Domain code raises these with plain values; one middleware renders them in the spec's
+Domain code raises these with plain values; `edge.refusals` renders them in the spec's
 envelope `{"detail", "code"}` (section 2.6). Every spec error code has a constructor,
 and every detail says what to change.
 """

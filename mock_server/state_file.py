@@ -1,13 +1,13 @@
 """`--state PATH`: every sandbox's whole state kept in an SQLite file (docs/state.md).
 
-What a response acknowledged is in the file before the response leaves: after every
-call that may change state the edge middleware awaits `committed()`, which resolves
-once a flush has written it. Calls that finish together share one transaction (a group
-commit: under load, one commit serves many answers). Changes made in the background
-(fulfillment steps and webhook attempts under a real clock) are flushed as soon as the
-event loop is free. The file is in WAL mode with `synchronous=NORMAL`: a
-committed transaction survives the process being killed (`kill -9`); a power loss may
-lose the last transactions (see docs/state.md).
+What a response acknowledged is in the file before the response leaves: after every call
+that may change state, what surrounds the call (`merchant.calls`, `control.calls`)
+awaits `save()`, which resolves once a flush has written it. Calls that finish together
+share one transaction (a group commit: under load, one commit serves many answers).
+Changes made in the background (fulfillment steps and webhook attempts under a real
+clock) are flushed as soon as the event loop is free. The file is in WAL mode with
+`synchronous=NORMAL`: a committed transaction survives the process being killed (`kill
+-9`); a power loss may lose the last transactions (see docs/state.md).
 
 Per sandbox the file holds the state document of `domain.state_document`, split so that a
 change costs its own size: one row per order, per delivery, per ledger entry and per
