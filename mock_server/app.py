@@ -13,6 +13,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from ssl import SSLContext
 from typing import TYPE_CHECKING
 
@@ -47,33 +48,36 @@ from .webhooks import WebhookSender
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
     from .state_file import StateFile
 
+#: The control API and the documents: each module's table of root paths.
+CONTROL_ROUTES = (
+    control.routes,
+    control_accounts.routes,
+    control_scripting.routes,
+    control_events.routes,
+    control_coverage.routes,
+    control_state.routes,
+    control_ui.routes,
+    openapi.routes,
+)
 #: How often idle sandboxes are looked for (they also expire when next addressed).
 EXPIRY_SWEEP_SECONDS = 30.0
 
 
+@dataclass(eq=False)
 class App:
     """One application: its sandboxes, its request edge, its start and stop."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        sandboxes: Sandboxes,
-        state_file: StateFile | None,
-        merchant_api: MerchantApi,
-        control_router: web.UrlDispatcher,
-        edge: Edge,
-    ) -> None:
-        self.settings = settings
-        self.sandboxes = sandboxes
-        #: The `--state` file, when there is one.
-        self.state_file = state_file
-        #: The merchant API's table and handlers (`MerchantApi.routes()`).
-        self.merchant_api = merchant_api
-        #: The control API and the documents, on root paths only.
-        self.control_router = control_router
-        #: The handler of every request (aiohttp's low-level server runs it).
-        self.edge = edge
-        self._sweeper: asyncio.Task[None] | None = None
+    settings: Settings
+    sandboxes: Sandboxes
+    #: The `--state` file, when there is one.
+    state_file: StateFile | None
+    #: The merchant API's table and handlers (`MerchantApi.routes()`).
+    merchant_api: MerchantApi
+    #: The control API and the documents, on root paths only.
+    control_router: web.UrlDispatcher
+    #: The handler of every request (aiohttp's low-level server runs it).
+    edge: Edge
+    _sweeper: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @property
     def sandbox(self) -> Sandbox:
@@ -141,14 +145,8 @@ def create_app(
         state_file = StateFile(settings.state)  # refuses a locked or unusable file
     merchant_api = MerchantApi(renderings)
     control_router = web.UrlDispatcher()
-    control.add_routes(control_router)
-    control_accounts.add_routes(control_router)
-    control_scripting.add_routes(control_router)
-    control_events.add_routes(control_router)
-    control_coverage.add_routes(control_router)
-    control_state.add_routes(control_router)
-    control_ui.add_routes(control_router)
-    openapi.add_routes(control_router)
+    for routes in CONTROL_ROUTES:
+        control_router.add_routes(routes)
     control_sandboxes.add_routes(control_router, sandboxes)
     edge = Edge(
         Cors(settings.cors_origin),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import json
 import math
@@ -108,32 +109,18 @@ def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
         parser.error(str(exc))
     webhook_insecure = _webhook_insecure(parser, args.webhook_insecure)
     _check_tls(parser, args, webhook_insecure)
-    settings = Settings(
-        host=args.host,
-        port=args.port,
-        catalog=args.catalog,
-        scenarios=scenarios,
-        accounts=args.accounts,
-        webhook_url=args.webhook_url,
-        clock=args.clock,
-        time_scale=args.time_scale,
-        start_time=start_time,
-        seed=int(args.seed) if args.seed is not None else None,
-        admin_token=args.admin_token,
-        log_format=args.log_format,
-        cors_origin=args.cors_origin,
-        journal_size=args.journal_size,
-        sandbox_ttl=args.sandbox_ttl,
-        max_sandboxes=args.max_sandboxes,
-        state=args.state,
-        tls=args.tls,
-        tls_cert=args.tls_cert,
-        tls_key=args.tls_key,
-        tls_ca_out=(args.tls_ca_out or tls.DEFAULT_CA_OUT) if args.tls else None,
-        webhook_ca=args.webhook_ca,
-        webhook_insecure=webhook_insecure,
-        url_file=args.url_file,
-    )
+    # Every option names its `Settings` field (`config.Option`); these few are read
+    # further than argparse reads them.
+    read = {
+        "scenarios": scenarios,
+        "start_time": start_time,
+        "seed": int(args.seed) if args.seed is not None else None,
+        "tls_ca_out": (args.tls_ca_out or tls.DEFAULT_CA_OUT) if args.tls else None,
+        "webhook_insecure": webhook_insecure,
+    }
+    fields = {field.name for field in dataclasses.fields(Settings)}
+    given = {o.name: getattr(args, o.name) for o in SERVE_OPTIONS if o.name in fields}
+    settings = Settings(**(given | read))
     return settings, loop
 
 

@@ -6,8 +6,8 @@ awaits `save()`, which resolves once a flush has written it. Calls that finish t
 share one transaction (a group commit: under load, one commit serves many answers).
 Changes made in the background (fulfillment steps and webhook attempts under a real
 clock) are flushed as soon as the event loop is free. The file is in WAL mode with
-`synchronous=NORMAL`: a committed transaction survives the process being killed (`kill
--9`); a power loss may lose the last transactions (see docs/state.md).
+`synchronous=NORMAL`: a committed transaction survives the process being killed
+(`kill -9`); a power loss may lose the last transactions (see docs/state.md).
 
 Per sandbox the file holds the state document of `domain.state_document`, split so that a
 change costs its own size: one row per order, per delivery, per ledger entry and per

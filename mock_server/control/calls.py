@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -31,23 +32,17 @@ PAGE_PREFIXES = ("/_mock/ui",)
 HEALTH_PATH = "/_mock/health"
 
 
+@dataclass(eq=False)
 class ControlCalls:
-    """The control calls of one application, resolved on `router`."""
+    """The control calls of one application, resolved on `router`; `state_file` is the
+    `--state` file, or None."""
 
-    def __init__(
-        self,
-        router: web.UrlDispatcher,
-        sandboxes: Sandboxes,
-        state_file: StateFile | None,
-        *,
-        admin_token: str | None,
-        max_body: int,
-    ) -> None:
-        self.router = router
-        self._sandboxes = sandboxes
-        self._state_file = state_file
-        self._admin_token = admin_token
-        self._max_body = max_body
+    router: web.UrlDispatcher
+    sandboxes: Sandboxes
+    state_file: StateFile | None
+    _: KW_ONLY
+    admin_token: str | None
+    max_body: int
 
     async def call(
         self, request: web.BaseRequest, sandbox_id: str | None, path: str
@@ -57,7 +52,7 @@ class ControlCalls:
         try:
             routed = request if sandbox_id is None else request.clone(rel_url=path)
             match = await self.router.resolve(routed)  # type: ignore[arg-type]
-            if self._admin_token is not None and _needs_token(path):
+            if self.admin_token is not None and _needs_token(path):
                 # Reading a sandbox's own entry is one of its control calls too.
                 own = sandbox_id
                 if own is None and request.method in READS:
@@ -67,17 +62,17 @@ class ControlCalls:
                 raise match.http_exception
             if not server_wide.served_at(sandbox_id, path):
                 raise web.HTTPNotFound()
-            sandboxes = self._sandboxes
+            sandboxes = self.sandboxes
             entry = sandboxes.find(sandbox_id) if sandbox_id is not None else sandboxes.default
             request[CURRENT] = entry.sandbox
             request[PARAMS] = match
             response = await match.handler(request)  # type: ignore[arg-type]
-            state_file = self._state_file
+            state_file = self.state_file
             if state_file is not None and request.method not in READS:
                 await state_file.save(entry.sandbox)  # any call but a read may change it
             return response
         except Exception as exc:  # noqa: BLE001 - rendered (or re-raised) by failure
-            return failure(request, exc, self._max_body)
+            return failure(request, exc, self.max_body)
 
     def _check_token(self, request: web.BaseRequest, sandbox_id: str | None) -> None:
         """The admin token opens every control call; a sandbox's control token opens the
@@ -86,10 +81,10 @@ class ControlCalls:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         token_bytes = token.strip().encode()
         if scheme.lower() == "bearer":
-            assert self._admin_token is not None
-            if hmac.compare_digest(token_bytes, self._admin_token.encode()):
+            assert self.admin_token is not None
+            if hmac.compare_digest(token_bytes, self.admin_token.encode()):
                 return
-            own = self._sandboxes.control_token_of(sandbox_id) if sandbox_id is not None else None
+            own = self.sandboxes.control_token_of(sandbox_id) if sandbox_id is not None else None
             if own is not None and hmac.compare_digest(token_bytes, own.encode()):
                 return
         raise not_authenticated(

@@ -8,17 +8,16 @@ from aiohttp import web
 from ..edge.context import sandbox_of
 from ..edge.jsonio import json_response
 
+routes = web.RouteTableDef()
 
+
+@routes.get("/_mock/coverage")
 async def read_coverage(request: web.BaseRequest) -> web.Response:
     return json_response(sandbox_of(request).coverage_report())
 
 
+@routes.post("/_mock/coverage/reset")
 async def reset_coverage(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     sandbox.coverage.reset()
     return json_response(sandbox.coverage_report())
-
-
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/_mock/coverage", read_coverage)
-    router.add_post("/_mock/coverage/reset", reset_coverage)

@@ -26,7 +26,10 @@ KEEP_ALIVE_SECONDS = 15.0
 #: first event after a quiet spell goes out at once.
 LINGER_SECONDS = 0.2
 
+routes = web.RouteTableDef()
 
+
+@routes.get("/_mock/events")
 async def stream_events(request: web.BaseRequest) -> web.StreamResponse:
     sandbox = sandbox_of(request)
     hub = sandbox.events
@@ -59,7 +62,3 @@ async def stream_events(request: web.BaseRequest) -> web.StreamResponse:
     finally:
         hub.unsubscribe(reader)
     return response
-
-
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/_mock/events", stream_events)

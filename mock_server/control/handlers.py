@@ -20,11 +20,15 @@ from ..edge.context import params_of, sandbox_of
 from ..edge.jsonio import json_response, read_object
 from ..errors import validation_error
 
+routes = web.RouteTableDef()
 
+
+@routes.get("/_mock/health")
 async def health(request: web.BaseRequest) -> web.Response:
     return json_response({"status": "ok"})
 
 
+@routes.post("/_mock/reset")
 async def reset(request: web.BaseRequest) -> web.Response:
     body = await read_object(request, required=False)
     seed = body.get("seed")
@@ -45,10 +49,12 @@ async def reset(request: web.BaseRequest) -> web.Response:
     return json_response({"status": "reset", **sandbox.clock_info(), "seed": sandbox.seed})
 
 
+@routes.get("/_mock/clock")
 async def read_clock(request: web.BaseRequest) -> web.Response:
     return json_response(sandbox_of(request).clock_info())
 
 
+@routes.post("/_mock/clock/advance")
 async def advance_clock(request: web.BaseRequest) -> web.Response:
     body = await read_object(request)
     seconds = body.get("seconds")
@@ -65,6 +71,7 @@ async def advance_clock(request: web.BaseRequest) -> web.Response:
     return json_response({"now": sandbox.clock_info()["now"]})
 
 
+@routes.get("/_mock/jobs")
 async def read_jobs(request: web.BaseRequest) -> web.Response:
     scheduler = sandbox_of(request).scheduler
     limit = _count(request.query.get("upcoming"), "upcoming", default=20)
@@ -77,6 +84,7 @@ async def read_jobs(request: web.BaseRequest) -> web.Response:
     )
 
 
+@routes.get("/_mock/orders")
 async def list_orders(request: web.BaseRequest) -> web.Response:
     query = request.query
     orders = sandbox_of(request).list_orders(
@@ -104,6 +112,7 @@ def _count(raw: str | None, name: str, *, default: int | None) -> int | None:
     return int(raw)
 
 
+@routes.get("/_mock/orders/{order_id}")
 async def read_order(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     order = sandbox.find_order(params_of(request)["order_id"])
@@ -121,24 +130,14 @@ def order_detail(order: Order, deliveries: list[Delivery]) -> dict[str, Any]:
     }
 
 
+@routes.get("/_mock/webhooks")
 async def list_webhooks(request: web.BaseRequest) -> web.Response:
     deliveries = sandbox_of(request).deliveries(request.query.get("order_id"))
     return json_response({"deliveries": [delivery.to_json() for delivery in deliveries]})
 
 
+@routes.post("/_mock/webhooks/{delivery_id}/redeliver")
 async def redeliver_webhook(request: web.BaseRequest) -> web.Response:
     delivery = sandbox_of(request).find_delivery(params_of(request)["delivery_id"])
     await sandbox_of(request).webhooks.redeliver(delivery)
     return json_response(delivery.to_json())
-
-
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/_mock/health", health)
-    router.add_post("/_mock/reset", reset)
-    router.add_get("/_mock/clock", read_clock)
-    router.add_post("/_mock/clock/advance", advance_clock)
-    router.add_get("/_mock/jobs", read_jobs)
-    router.add_get("/_mock/orders", list_orders)
-    router.add_get("/_mock/orders/{order_id}", read_order)
-    router.add_get("/_mock/webhooks", list_webhooks)
-    router.add_post("/_mock/webhooks/{delivery_id}/redeliver", redeliver_webhook)

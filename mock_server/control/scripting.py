@@ -11,6 +11,8 @@ from ..edge.context import sandbox_of
 from ..edge.jsonio import json_response, read_document, read_object
 from ..errors import validation_error
 
+routes = web.RouteTableDef()
+
 
 def scenario_view(scenario: Scenario) -> dict[str, Any]:
     pricing = scenario.pricing
@@ -29,6 +31,7 @@ def scenario_view(scenario: Scenario) -> dict[str, Any]:
     }
 
 
+@routes.get("/_mock/scenarios")
 async def list_scenarios(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     return json_response(
@@ -39,11 +42,13 @@ async def list_scenarios(request: web.BaseRequest) -> web.Response:
     )
 
 
+@routes.post("/_mock/scenarios")
 async def load_scenarios(request: web.BaseRequest) -> web.Response:
     loaded = sandbox_of(request).load_scenarios(await read_document(request))
     return json_response({"loaded": [s.name for s in loaded]}, status=201)
 
 
+@routes.post("/_mock/scenarios/next")
 async def queue_next(request: web.BaseRequest) -> web.Response:
     body = await read_object(request)
     entry = sandbox_of(request).queue_scenario(
@@ -55,25 +60,30 @@ async def queue_next(request: web.BaseRequest) -> web.Response:
     return json_response(entry.to_json(), status=201)
 
 
+@routes.post("/_mock/scenarios/explain")
 async def explain_scenario(request: web.BaseRequest) -> web.Response:
     return json_response(sandbox_of(request).explain(await read_object(request)))
 
 
+@routes.get("/_mock/faults")
 async def list_faults(request: web.BaseRequest) -> web.Response:
     faults = sandbox_of(request).faults.list()
     return json_response({"faults": [fault.to_json() for fault in faults]})
 
 
+@routes.post("/_mock/faults")
 async def add_fault(request: web.BaseRequest) -> web.Response:
     fault = sandbox_of(request).faults.add(await read_object(request))
     return json_response(fault.to_json(), status=201)
 
 
+@routes.delete("/_mock/faults")
 async def clear_faults(request: web.BaseRequest) -> web.Response:
     sandbox_of(request).faults.clear()
     return json_response({"faults": []})
 
 
+@routes.get("/_mock/requests")
 async def list_requests(request: web.BaseRequest) -> web.Response:
     raw = request.query.get("limit")
     limit = None
@@ -83,14 +93,3 @@ async def list_requests(request: web.BaseRequest) -> web.Response:
         limit = int(raw)
     calls = sandbox_of(request).journal.latest(limit)
     return json_response({"requests": [call.to_json() for call in calls]})
-
-
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/_mock/scenarios", list_scenarios)
-    router.add_post("/_mock/scenarios", load_scenarios)
-    router.add_post("/_mock/scenarios/next", queue_next)
-    router.add_post("/_mock/scenarios/explain", explain_scenario)
-    router.add_get("/_mock/faults", list_faults)
-    router.add_post("/_mock/faults", add_fault)
-    router.add_delete("/_mock/faults", clear_faults)
-    router.add_get("/_mock/requests", list_requests)

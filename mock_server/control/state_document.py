@@ -12,17 +12,16 @@ from aiohttp import web
 from ..edge.context import sandbox_of
 from ..edge.jsonio import json_response, read_json
 
+routes = web.RouteTableDef()
 
+
+@routes.get("/_mock/state")
 async def read_state(request: web.BaseRequest) -> web.Response:
     return json_response(sandbox_of(request).dump_state())
 
 
+@routes.put("/_mock/state")
 async def replace_state(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     sandbox.load_state(await read_json(request, exact=False))
     return json_response({"status": "loaded", **sandbox.clock_info(), "seed": sandbox.seed})
-
-
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/_mock/state", read_state)
-    router.add_put("/_mock/state", replace_state)

@@ -30,6 +30,8 @@ PAGE_SECURITY = (
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
+routes = web.RouteTableDef()
+
 
 @functools.cache
 def _files() -> dict[str, tuple[bytes, str]]:
@@ -42,6 +44,8 @@ def _files() -> dict[str, tuple[bytes, str]]:
     return found
 
 
+@routes.get(UI_PATH + "{name}")
+@routes.get(UI_PATH)
 async def serve_ui_file(request: web.BaseRequest) -> web.Response:
     name = params_of(request).get("name") or "index.html"
     found = _files().get(name)
@@ -56,15 +60,10 @@ async def serve_ui_file(request: web.BaseRequest) -> web.Response:
     )
 
 
+@routes.get("/_mock/ui")
+@routes.get("/")
 async def to_ui(request: web.BaseRequest) -> web.Response:
     """`/` and `/_mock/ui` lead to the dashboard (of the sandbox whose base path it is)."""
     path = request.path
     base = path[: len(path) - len(split_base(path)[1])]
     raise web.HTTPFound(base + UI_PATH)
-
-
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/", to_ui)
-    router.add_get("/_mock/ui", to_ui)
-    router.add_get(UI_PATH, serve_ui_file)
-    router.add_get(UI_PATH + "{name}", serve_ui_file)

@@ -12,6 +12,8 @@ through it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aiohttp import HttpVersion11, web
 
 from ..control.calls import ControlCalls
@@ -24,37 +26,31 @@ from .paths import is_control, split_base
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
+@dataclass(frozen=True, eq=False, slots=True)
 class Edge:
     """The handler of one application's server."""
 
-    def __init__(
-        self,
-        cors: Cors,
-        merchant: MerchantTable,
-        merchant_calls: MerchantCalls,
-        control: ControlCalls,
-    ) -> None:
-        self._cors = cors
-        self._merchant = merchant
-        self._merchant_calls = merchant_calls
-        self._control = control
+    cors: Cors
+    merchant: MerchantTable
+    merchant_calls: MerchantCalls
+    control: ControlCalls
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         response: web.StreamResponse
         if "Expect" in request.headers and (refused := _expect(request)) is not None:
             response = refused
-        elif self._cors.is_preflight(request):
-            response = self._cors.preflight()
+        elif self.cors.is_preflight(request):
+            response = self.cors.preflight()
         else:
             sandbox_id, path = split_base(request.path)
             if is_control(path):
-                response = await self._control.call(request, sandbox_id, path)
+                response = await self.control.call(request, sandbox_id, path)
             else:
-                handler, order_id = self._merchant.match(request.method, path)
-                response = await self._merchant_calls.call(
+                handler, order_id = self.merchant.match(request.method, path)
+                response = await self.merchant_calls.call(
                     request, handler, sandbox_id, path, order_id
                 )
-        self._cors.apply(request, response)
+        self.cors.apply(request, response)
         return response
 
 

@@ -13,9 +13,9 @@ it must work offline). It reads this document and can send requests ("try it").
 
 from typing import Any
 
-from .serve import DOCUMENT_PATHS, add_routes, serve_docs_file, serve_openapi
+from .serve import DOCUMENT_PATHS, routes, serve_docs_file, serve_openapi
 
-__all__ = ["DOCUMENT_PATHS", "add_routes", "build_openapi", "serve_docs_file", "serve_openapi"]
+__all__ = ["DOCUMENT_PATHS", "build_openapi", "routes", "serve_docs_file", "serve_openapi"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """Serving the document (`GET /openapi.json`) and the docs page (`GET /docs` and its
-assets, read from `data/docs/`), and registering those routes."""
+assets, read from `data/docs/`), and the table of those routes."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ async def serve_docs_file(request: web.BaseRequest) -> web.Response:
     )
 
 
-def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/openapi.json", serve_openapi)
-    for path in _PAGE_FILES:
-        router.add_get(path, serve_docs_file)
+routes = web.RouteTableDef()
+routes.get("/openapi.json")(serve_openapi)
+for _path in _PAGE_FILES:
+    routes.get(_path)(serve_docs_file)
