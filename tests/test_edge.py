@@ -12,9 +12,9 @@ for every call", "Request journal", "Live events", "Sandboxes"), docs/fidelity.m
 - CORS: a preflight is answered (204) on merchant paths, control paths and under a
   sandbox's base path, before anything else (the admin token included) and without
   being journaled; with `--cors-origin`, every answer, errors included, names the
-  origin it allows (the event stream too: known not to, marked xfail);
+  origin it allows (the event stream too);
 - a sandbox's base path: its control calls act on it alone, and a percent-encoded path
-  parameter means there what it means on the root path (known not to, marked xfail);
+  parameter means there what it means on the root path;
   `/_mock/sandboxes` acts on the server and is not served there; an unknown sandbox id
   is a 404 `not_found`, never the default sandbox;
 - `--admin-token`: 401 before any 404 or 405 (paths are not revealed), the health check
@@ -316,11 +316,6 @@ async def test_every_answer_names_the_allowed_origin_errors_included(make_client
     assert "Access-Control-Allow-Origin" not in preflight.headers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Cors.apply skips a response already prepared, and stream_events prepares "
-    "its StreamResponse without the CORS headers",
-)
 async def test_the_event_stream_names_the_allowed_origin_too(make_client):
     """docs/control-api.md: every answer carries Access-Control-Allow-Origin, the live
     event stream (read with `fetch`, which a cross-origin page may do) included."""
@@ -364,21 +359,7 @@ async def test_sandboxes_are_the_servers_not_served_under_a_base_path(client):
     assert await clock_now(client) == root_clock
 
 
-BASE_PATH_PARAMETER_BUG = (
-    "ControlCalls.call resolves a call under a base path on "
-    "request.clone(rel_url=path), path being the decoded rest of the path: an encoded "
-    "'?' or '#' in a path parameter becomes a query or fragment, an encoded '/' a "
-    "segment, so the route sees another parameter than on the root path"
-)
-
-
-@pytest.mark.parametrize(
-    "where",
-    [
-        "root",
-        pytest.param("base", marks=pytest.mark.xfail(strict=True, reason=BASE_PATH_PARAMETER_BUG)),
-    ],
-)
+@pytest.mark.parametrize("where", ["root", "base"])
 @pytest.mark.parametrize(
     ("key", "encoded"), [("ak_x?y", "ak_x%3Fy"), ("ak_x#y", "ak_x%23y"), ("ak_x/y", "ak_x%2Fy")]
 )

@@ -12,10 +12,11 @@ from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+from yarl import URL
 
 from ..domain.sandboxes import Sandboxes
 from ..edge.context import CURRENT, PARAMS, READS
-from ..edge.paths import CONTROL_PREFIX
+from ..edge.paths import CONTROL_PREFIX, split_base
 from ..edge.refusals import failure
 from ..errors import not_authenticated
 from . import sandboxes as server_wide
@@ -50,8 +51,7 @@ class ControlCalls:
         """Answer one control call; `path` is the path as a whole server would see it and
         `sandbox_id` the base path's id, if any."""
         try:
-            routed = request if sandbox_id is None else request.clone(rel_url=path)
-            match = await self.router.resolve(routed)  # type: ignore[arg-type]
+            match = await self.router.resolve(_as_whole_server(request, sandbox_id))  # type: ignore[arg-type]
             if self.admin_token is not None and _needs_token(path):
                 # Reading a sandbox's own entry is one of its control calls too.
                 own = sandbox_id
@@ -91,6 +91,16 @@ class ControlCalls:
             "The control API needs 'Authorization: Bearer <admin token>' (--admin-token)"
             + (" or this sandbox's control_token" if sandbox_id is not None else "")
         )
+
+
+def _as_whole_server(request: web.BaseRequest, sandbox_id: str | None) -> web.BaseRequest:
+    """The request with its base path taken off, for the router to resolve: the raw
+    (still percent-encoded) rest, so that a parameter means what it means on the root
+    paths (an encoded `/`, `?` or `#` stays in it)."""
+    if sandbox_id is None:
+        return request
+    _, inner = split_base(request.rel_url.raw_path)
+    return request.clone(rel_url=URL.build(path=inner, encoded=True))
 
 
 def _needs_token(path: str) -> bool:

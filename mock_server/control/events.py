@@ -16,7 +16,7 @@ from aiohttp import web
 
 from ..clock import iso
 from ..domain.events import READER_BUFFER
-from ..edge.context import sandbox_of
+from ..edge.context import cors_of, sandbox_of
 
 KEEP_ALIVE_SECONDS = 15.0
 #: After a write, frames gather this long before the next one: under load a dashboard
@@ -41,6 +41,7 @@ async def stream_events(request: web.BaseRequest) -> web.StreamResponse:
             "X-Accel-Buffering": "no",  # nginx: pass each event on as it comes
         }
     )
+    cors_of(request).apply(request, response)  # before it starts: every answer carries it
     try:
         await response.prepare(request)
         await response.write(hub.frame("ready", {"now": iso(sandbox.clock.now())}))

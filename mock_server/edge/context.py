@@ -1,6 +1,6 @@
 """What the edge puts on a request for the handler it runs: the sandbox the call is for
-and, for a control call, its route's path parameters. Handlers read them with
-`sandbox_of` and `params_of`."""
+and, for a control call, its route's path parameters and the CORS policy. Handlers read
+them with `sandbox_of`, `params_of` and `cors_of`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from collections.abc import Mapping
 from aiohttp import web
 
 from ..domain.sandbox import Sandbox
+from .cors import Cors
 
 CURRENT = web.RequestKey("sandbox", Sandbox)
 PARAMS: web.RequestKey[Mapping[str, str]] = web.RequestKey("params")
+CORS = web.RequestKey("cors", Cors)
 #: Methods that change nothing: no `--state` save after them.
 READS = ("GET", "HEAD")
 
@@ -23,3 +25,9 @@ def sandbox_of(request: web.BaseRequest) -> Sandbox:
 def params_of(request: web.BaseRequest) -> Mapping[str, str]:
     """A control route's path parameters (`{order_id}` in `/_mock/orders/{order_id}`)."""
     return request[PARAMS]
+
+
+def cors_of(request: web.BaseRequest) -> Cors:
+    """The CORS policy, for a handler that starts its own stream (the edge marks every
+    other answer after the handler returns)."""
+    return request[CORS]

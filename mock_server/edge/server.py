@@ -19,6 +19,7 @@ from aiohttp import HttpVersion11, web
 from ..control.calls import ControlCalls
 from ..merchant.calls import MerchantCalls
 from ..merchant.table import MerchantTable
+from .context import CORS
 from .cors import Cors
 from .jsonio import json_response
 from .paths import is_control, split_base
@@ -44,6 +45,7 @@ class Edge:
         else:
             sandbox_id, path = split_base(request.path)
             if is_control(path):
+                request[CORS] = self.cors  # an event stream marks its own answer
                 response = await self.control.call(request, sandbox_id, path)
             else:
                 handler, order_id = self.merchant.match(request.method, path)
