@@ -14,7 +14,7 @@ from ..domain.coverage import PREFIXES as MERCHANT_PREFIXES
 from ..domain.coverage import Coverage
 from ..domain.journal import body_text
 from ..domain.sandboxes import Sandboxes
-from ..edge.context import CURRENT, READS
+from ..edge.context import READS
 from ..edge.jsonio import json_response
 from ..edge.refusals import code_for, failure, refusal
 from ..errors import ApiError, TokenError
@@ -54,7 +54,6 @@ class MerchantCalls:
                 sandbox = await merchant_sandbox(request, sandboxes, sandbox_id, path)
             except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
                 return refusal(error)
-        request[CURRENT] = sandbox
         method = request.method
         fault = sandbox.faults.take(method, path) if sandbox.faults else None
         refused: ApiError | TokenError | None = None
