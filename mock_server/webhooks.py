@@ -174,7 +174,11 @@ class WebhookSender:
     ) -> tuple[int | None, str | None]:
         try:
             async with asyncio.timeout(ATTEMPT_TIMEOUT):
-                async with self._client().post(url, data=body, headers=headers) as response:
+                # A redirect is the receiver's answer, not a new destination: never
+                # followed (spec 6: only 200 is success; docs/webhooks.md).
+                async with self._client().post(
+                    url, data=body, headers=headers, allow_redirects=False
+                ) as response:
                     await response.read()
                     return response.status, None
         except TimeoutError:

@@ -154,6 +154,36 @@ async def test_only_200_is_success(hooked, receiver, status):
     assert webhook["next_attempt_at"] == "2026-01-01T00:01:03.000Z"
 
 
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_a_redirect_is_a_failed_attempt_and_never_followed(
+    make_client, aiohttp_server, status
+):
+    """Spec 6: only 200 is success. A receiver's redirect is its answer: recorded with
+    its status, retried, and the place it points to is never contacted."""
+    followed = []
+
+    async def moved(request: web.Request) -> web.Response:
+        await request.read()
+        location = str(request.url.with_path("/elsewhere"))
+        return web.Response(status=status, headers={"Location": location})
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        followed.append(request.method)
+        return web.Response(status=200)
+
+    app = web.Application()
+    app.router.add_post("/hooks", moved)
+    app.router.add_route("*", "/elsewhere", elsewhere)
+    server = await aiohttp_server(app, host="127.0.0.1", port=0)
+    merchant = await login(await make_client(webhook_url=str(server.make_url("/hooks"))))
+    order = await _settle(merchant)
+    await merchant.advance(3)
+    (delivery,) = await _deliveries(merchant, order["id"])
+    assert delivery["status"] == "retrying"
+    assert [a["status_code"] for a in delivery["attempts"]] == [status]
+    assert followed == []
+
+
 async def test_retries_are_60_seconds_apart_on_the_virtual_clock(hooked, receiver):
     receiver.statuses = [500, 500, 500, 500]
     order = await _settle(hooked)
