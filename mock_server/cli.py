@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import loops, tls
 from .clock import ClockError, parse_iso
 from .config import SERVE_OPTIONS, Option, Settings, load_startup
+from .domain.destinations import DestinationError, DestinationRules
 from .domain.sandbox_options import MAX_TTL
 from .domain.startup import StartupState
 from .errors import StateFileError
@@ -62,7 +63,7 @@ def serve_parser() -> argparse.ArgumentParser:
 
 def _argument(option: Option) -> dict[str, Any]:
     """`add_argument`'s keywords for `option`. A switch and a repeatable option read
-    their variable after parsing (`_webhook_insecure`, `_scenarios`); any other takes
+    their variable after parsing (`_switch`, `_scenarios`); any other takes
     its variable, else the source's default, as argparse's default."""
     argument: dict[str, Any] = {"help": _help(option)}
     if option.kind is bool:
@@ -107,8 +108,13 @@ def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
         loop = loops.resolve(args.loop)
     except loops.LoopError as exc:
         parser.error(str(exc))
-    webhook_insecure = _webhook_insecure(parser, args.webhook_insecure)
+    webhook_insecure = _switch(parser, args.webhook_insecure, "webhook_insecure")
     _check_tls(parser, args, webhook_insecure)
+    deny_private = _switch(parser, args.webhook_deny_private, "webhook_deny_private")
+    try:
+        DestinationRules.parse(args.webhook_allow, deny_private=deny_private)
+    except DestinationError as exc:
+        parser.error(str(exc))
     # Every option names its `Settings` field (`config.Option`); these few are read
     # further than argparse reads them.
     read = {
@@ -117,6 +123,7 @@ def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
         "seed": int(args.seed) if args.seed is not None else None,
         "tls_ca_out": (args.tls_ca_out or tls.DEFAULT_CA_OUT) if args.tls else None,
         "webhook_insecure": webhook_insecure,
+        "webhook_deny_private": deny_private,
     }
     fields = {field.name for field in dataclasses.fields(Settings)}
     given = {o.name: getattr(args, o.name) for o in SERVE_OPTIONS if o.name in fields}
@@ -191,10 +198,11 @@ def _check_tls(
         parser.error(problem)
 
 
-def _webhook_insecure(parser: argparse.ArgumentParser, flag: bool | None) -> bool:
+def _switch(parser: argparse.ArgumentParser, flag: bool | None, name: str) -> bool:
+    """A switch: on if its flag is given, else as its variable says (1/true/yes...)."""
     if flag:
         return True
-    option = _OPTIONS_BY_NAME["webhook_insecure"]
+    option = _OPTIONS_BY_NAME[name]
     value = _env(option.env)
     if value is None:
         return option.default

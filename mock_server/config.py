@@ -19,6 +19,7 @@ from typing import Any
 
 from .domain.accounts import AccountSpec, default_accounts, load_accounts
 from .domain.catalog import Catalog, load_catalog, parse_catalog
+from .domain.destinations import DestinationError, DestinationRules
 from .domain.randomness import fresh_seed
 from .domain.scenarios import builtin_scenarios, load_scenario_paths
 from .domain.startup import StartupState
@@ -59,6 +60,9 @@ class Settings:
     # `webhook_insecure` turns verification off.
     webhook_ca: str | None = None
     webhook_insecure: bool = False
+    # Where webhooks may go (docs/hosting.md): --webhook-allow, --webhook-deny-private.
+    webhook_allow: str | None = None
+    webhook_deny_private: bool = False
     #: `--url-file PATH`: once listening, the server writes the URL a local client
     #: calls there (the container's health check reads it: docs/docker.md).
     url_file: str | None = None
@@ -213,6 +217,17 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         kind=bool,
     ),
     Option(
+        "webhook_allow",
+        "reach only these webhook hosts: names, *.suffix, CIDR blocks, comma-separated",
+        metavar="LIST",
+        default_text="any host but link-local addresses",
+    ),
+    Option(
+        "webhook_deny_private",
+        "also refuse loopback, private, shared and unspecified webhook addresses",
+        kind=bool,
+    ),
+    Option(
         "url_file",
         "once listening, write the URL served (for a local client) here",
         metavar="PATH",
@@ -233,11 +248,15 @@ def load_startup(settings: Settings) -> StartupState:
     problems: list[str] = []
     catalog = accounts = scenarios = None
     try:
+        rules = webhook_rules(settings)
+    except DestinationError as exc:
+        raise ConfigError([str(exc)]) from exc
+    try:
         catalog = load_catalog(settings.catalog) if settings.catalog else embedded_catalog()
     except ConfigError as exc:
         problems.extend(exc.problems)
     try:
-        accounts = _accounts(settings)
+        accounts = _accounts(settings, rules)
     except ConfigError as exc:
         problems.extend(exc.problems)
     try:
@@ -248,6 +267,7 @@ def load_startup(settings: Settings) -> StartupState:
         raise ConfigError(problems)
     assert catalog is not None and accounts is not None and scenarios is not None
     return StartupState(
+        webhook_rules=rules,
         catalog=catalog,
         accounts=accounts,
         scenarios=scenarios,
@@ -259,9 +279,19 @@ def load_startup(settings: Settings) -> StartupState:
     )
 
 
-def _accounts(settings: Settings) -> tuple[AccountSpec, ...]:
+def webhook_rules(settings: Settings) -> DestinationRules:
+    """`--webhook-allow` and `--webhook-deny-private`; raises `DestinationError`."""
+    return DestinationRules.parse(
+        settings.webhook_allow, deny_private=settings.webhook_deny_private
+    )
+
+
+def _accounts(settings: Settings, rules: DestinationRules) -> tuple[AccountSpec, ...]:
     if settings.accounts:
-        return load_accounts(settings.accounts)
+        return load_accounts(settings.accounts, rules)
+    refused = rules.literal_refusal(settings.webhook_url) if settings.webhook_url else None
+    if refused:
+        raise ConfigError([f"--webhook-url is refused: {refused}"])
     return default_accounts(settings.webhook_url)
 
 

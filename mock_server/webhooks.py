@@ -6,20 +6,29 @@ their attempts on the sandbox's scheduler: the first at settlement (plus any scr
 delay), retries 60 s of virtual time apart, at most 4 attempts. Only HTTP 200 is a
 success; any other status, a connection error or no complete answer within 10 s of
 real time is a failure. One pooled client session serves every delivery.
+
+Where a webhook may go is checked where the connection is made (`domain/destinations.py`,
+docs/hosting.md): a literal address before any connection, and a host name by the
+session's own resolver, which hands the connector only the addresses that passed, so
+nothing resolves the name a second time. A refused attempt opens no connection and is a
+failed attempt like any other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import socket
 import time
 from ssl import SSLContext
 from typing import TYPE_CHECKING
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 # `sign` lives with the deliveries it signs; it is still `mock_server.webhooks.sign`.
 from .domain.deliveries import SIGNATURE_PREFIX, Attempt, Delivery, sign, signed_headers
+from .domain.destinations import DestinationRules
 from .domain.orders import Order
 from .domain.scenarios import WebhookChaos
 
@@ -172,6 +181,9 @@ class WebhookSender:
     async def _post(
         self, url: str, body: bytes, headers: dict[str, str]
     ) -> tuple[int | None, str | None]:
+        refused = self._sandbox.startup.webhook_rules.literal_refusal(url)
+        if refused:
+            return None, f"{REFUSED}: {refused}"
         try:
             async with asyncio.timeout(ATTEMPT_TIMEOUT):
                 # A redirect is the receiver's answer, not a new destination: never
@@ -190,13 +202,51 @@ class WebhookSender:
                 "(or turn verification off with --webhook-insecure)"
             )
         except (aiohttp.ClientError, OSError, ValueError) as exc:
+            if isinstance(exc.__cause__, DestinationRefused):
+                return None, f"{REFUSED}: {exc.__cause__}"
             return None, f"{type(exc).__name__}: {exc}".rstrip(": ")
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
+            resolver = CheckedResolver(self._sandbox.startup.webhook_rules)
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=100, ssl=self._ssl),
+                connector=aiohttp.TCPConnector(limit=100, ssl=self._ssl, resolver=resolver),
                 skip_auto_headers=("User-Agent",),
                 headers={"User-Agent": "ordering-sandbox-webhooks/1"},
             )
         return self._session
+
+
+#: How a refused attempt's `error` starts.
+REFUSED = "refused by the webhook destination rules"
+
+
+class DestinationRefused(OSError):
+    """Every address a receiver's host resolved to is refused."""
+
+
+class CheckedResolver(AbstractResolver):
+    """The system's resolver, keeping only the addresses the rules let through."""
+
+    def __init__(self, rules: DestinationRules) -> None:
+        self._rules = rules
+        self._resolver = aiohttp.ThreadedResolver()
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._resolver.resolve(host, port, family)
+        passed = []
+        refusal = None
+        for result in found:
+            why = self._rules.refusal(host, result["host"])
+            if why is None:
+                passed.append(result)
+            else:
+                refusal = refusal or why
+        if not passed:
+            raise DestinationRefused(refusal or f"{host} resolves to no address")
+        return passed
+
+    async def close(self) -> None:
+        await self._resolver.close()

@@ -24,7 +24,9 @@ async def list_accounts(request: web.BaseRequest) -> web.Response:
 
 @routes.post("/_mock/accounts")
 async def create_account(request: web.BaseRequest) -> web.Response:
-    account = admin.create_account(_state(request), await read_object(request))
+    sandbox = sandbox_of(request)
+    body = await read_object(request)
+    account = admin.create_account(sandbox.state, body, sandbox.startup.webhook_rules)
     created = admin.account_view(account) | {"api_key": account.api_keys[0]}
     return json_response(created, status=201)
 
@@ -44,7 +46,9 @@ async def read_account(request: web.BaseRequest) -> web.Response:
 @routes.patch("/_mock/accounts/{account_id}")
 async def patch_account(request: web.BaseRequest) -> web.Response:
     body = await read_object(request)
-    account = admin.patch_account(_state(request), params_of(request)["account_id"], body)
+    sandbox = sandbox_of(request)
+    account_id = params_of(request)["account_id"]
+    account = admin.patch_account(sandbox.state, account_id, body, sandbox.startup.webhook_rules)
     return json_response(admin.account_view(account))
 
 

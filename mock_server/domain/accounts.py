@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sourcefile import ConfigError, read_file, where
+from .destinations import DEFAULT_RULES, DestinationRules
 from .money import cents_from_major
 
 #: Ten trillion in major units: far beyond any test, still exact as a float.
@@ -110,12 +111,17 @@ def to_cents(value: Any) -> int:
     return cents
 
 
-def load_accounts(path: str | Path) -> tuple[AccountSpec, ...]:
-    return parse_accounts(read_file(path), str(path))
+def load_accounts(
+    path: str | Path, rules: DestinationRules = DEFAULT_RULES
+) -> tuple[AccountSpec, ...]:
+    return parse_accounts(read_file(path), str(path), rules)
 
 
-def parse_accounts(data: Any, source: str) -> tuple[AccountSpec, ...]:
-    """Check an accounts document and return its specs, or raise `ConfigError`."""
+def parse_accounts(
+    data: Any, source: str, rules: DestinationRules = DEFAULT_RULES
+) -> tuple[AccountSpec, ...]:
+    """Check an accounts document and return its specs, or raise `ConfigError`; a
+    `webhook_url` whose host is an address `rules` refuse is refused here."""
     if not isinstance(data, dict) or not isinstance(data.get("accounts"), list):
         raise ConfigError([f"{where(source, data)}: expected a mapping with an 'accounts' list"])
     problems: list[str] = []
@@ -124,7 +130,7 @@ def parse_accounts(data: Any, source: str) -> tuple[AccountSpec, ...]:
     keys: set[str] = set()
     for record in data["accounts"]:
         try:
-            spec = _parse_account(record)
+            spec = _parse_account(record, rules)
         except _AccountProblem as problem:
             problems.append(f"{where(source, record, problem.key)}: {problem}")
             continue
@@ -149,7 +155,7 @@ class _AccountProblem(Exception):
         self.key = key
 
 
-def _parse_account(record: Any) -> AccountSpec:
+def _parse_account(record: Any, rules: DestinationRules) -> AccountSpec:
     if not isinstance(record, dict):
         raise _AccountProblem("an account is a mapping")
     unknown = sorted(set(record) - _KNOWN_KEYS)
@@ -180,6 +186,9 @@ def _parse_account(record: Any) -> AccountSpec:
         isinstance(webhook_url, str) and webhook_url.startswith(("http://", "https://"))
     ):
         raise _AccountProblem("'webhook_url' must be an http(s) URL", "webhook_url")
+    refused = rules.literal_refusal(webhook_url) if webhook_url else None
+    if refused:
+        raise _AccountProblem(f"'webhook_url' is refused: {refused}", "webhook_url")
     secret = record.get("webhook_secret", "whsec_test_default")
     if not isinstance(secret, str) or not secret.startswith("whsec_") or len(secret) < 7:
         raise _AccountProblem(

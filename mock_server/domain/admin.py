@@ -13,6 +13,7 @@ from ..errors import already_exists, not_found, validation_error
 from ..sourcefile import ConfigError
 from .accounts import MAX_BALANCE_CENTS, Account, AccountSpec, parse_accounts, to_cents
 from .catalog import Catalog, Item, parse_catalog
+from .destinations import DestinationRules
 from .ledger import Ledger
 from .money import major
 from .state import State
@@ -52,7 +53,7 @@ _KEY_PLACEHOLDER = "ak_to_be_generated"
 _SECRET_PLACEHOLDER = "whsec_to_be_generated"
 
 
-def _spec_from_body(body: dict[str, Any]) -> AccountSpec:
+def _spec_from_body(body: dict[str, Any], rules: DestinationRules) -> AccountSpec:
     """Check an account body with the accounts-file rules (placeholders stand in for a
     key and secret to be generated, so a refused body draws no random numbers)."""
     record = dict(body)
@@ -60,14 +61,14 @@ def _spec_from_body(body: dict[str, Any]) -> AccountSpec:
         record["api_key"] = _KEY_PLACEHOLDER
     record.setdefault("webhook_secret", _SECRET_PLACEHOLDER)
     try:
-        (spec,) = parse_accounts({"accounts": [record]}, "request body")
+        (spec,) = parse_accounts({"accounts": [record]}, "request body", rules)
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
     return spec
 
 
-def create_account(state: State, body: dict[str, Any]) -> Account:
-    spec = _spec_from_body(body)
+def create_account(state: State, body: dict[str, Any], rules: DestinationRules) -> Account:
+    spec = _spec_from_body(body, rules)
     new_key = "api_key" not in body and "api_keys" not in body
     if any(a.email == spec.email for a in state.accounts.values()):
         raise already_exists(f"An account with email {spec.email} exists")
@@ -86,7 +87,9 @@ def create_account(state: State, body: dict[str, Any]) -> Account:
     return account
 
 
-def patch_account(state: State, account_id: str, body: dict[str, Any]) -> Account:
+def patch_account(
+    state: State, account_id: str, body: dict[str, Any], rules: DestinationRules
+) -> Account:
     account = find_account(state, account_id)
     unknown = sorted(set(body) - _PATCHABLE_ACCOUNT)
     if unknown:
@@ -107,7 +110,7 @@ def patch_account(state: State, account_id: str, body: dict[str, Any]) -> Accoun
             raise validation_error(f"balance {exc}") from exc
         if not 0 <= balance <= MAX_BALANCE_CENTS:
             raise validation_error(f"balance must be 0 to {MAX_BALANCE_CENTS // 100}")
-    spec = _spec_from_body(probe)
+    spec = _spec_from_body(probe, rules)
     if "balance" in body:
         state.ledger.adjust(account, balance, state.now(account.id))
     if "has_active_subscription" in body:
@@ -121,10 +124,10 @@ def patch_account(state: State, account_id: str, body: dict[str, Any]) -> Accoun
     return account
 
 
-def replace_accounts(state: State, data: Any) -> list[Account]:
+def replace_accounts(state: State, data: Any, rules: DestinationRules) -> list[Account]:
     """Every account replaced by those of an accounts document (an `--accounts` file, as JSON)."""
     try:
-        specs = parse_accounts(data, "request body")
+        specs = parse_accounts(data, "request body", rules)
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
     _forget_account_activity(state)

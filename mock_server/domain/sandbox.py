@@ -347,7 +347,7 @@ class Sandbox:
     def replace_accounts(self, data: Any) -> list[Account]:
         """Every account replaced (see `admin.replace_accounts`); queue entries aimed at
         the replaced accounts go with them."""
-        accounts = admin.replace_accounts(self.state, data)
+        accounts = admin.replace_accounts(self.state, data, self.startup.webhook_rules)
         self.queue = [entry for entry in self.queue if entry.account_id is None]
         self.generation += 1  # orders and deliveries of the old accounts are gone
         return accounts

@@ -9,6 +9,7 @@ until everything has passed.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -68,7 +69,9 @@ def parse_sandbox_options(body: dict[str, Any], base: StartupState) -> SandboxOp
         startup = replace(startup, catalog=_content(parse_catalog, body["catalog"], "catalog"))
     accounts_given = body.get("accounts") is not None
     if accounts_given:
-        startup = replace(startup, accounts=_content(parse_accounts, body["accounts"], "accounts"))
+        parse = functools.partial(parse_accounts, rules=base.webhook_rules)
+        accounts = _content(parse, body["accounts"], "accounts")
+        startup = replace(startup, accounts=accounts)
     if body.get("scenarios") is not None:
         loaded = _content(parse_scenarios, body["scenarios"], "scenarios")
         merged = {s.name: s for s in startup.scenarios} | {s.name: s for s in loaded}

@@ -8,6 +8,7 @@ from typing import Any
 
 from .accounts import AccountSpec
 from .catalog import Catalog
+from .destinations import DEFAULT_RULES, DestinationRules
 from .scenarios import Scenario
 
 
@@ -23,6 +24,9 @@ class StartupState:
     time_scale: float = 1.0
     start_time: float | None = None
     journal_size: int = 1000
+    #: Where webhooks may go (the server's --webhook-allow, --webhook-deny-private): the
+    #: same for every sandbox of a server, never read from a sandbox's own body or state.
+    webhook_rules: DestinationRules = DEFAULT_RULES
 
 
 @dataclass(slots=True)

@@ -1,0 +1,320 @@
+"""Where a webhook may go (docs/hosting.md, "Webhook destinations").
+
+The rules themselves are checked as a table of addresses. Through the server, traffic
+goes only to loopback: a literal refused address is refused where the URL is set (a
+400, or `file:line: reason`), so no test lets the server attempt a link-local, private
+or public address; the rule at connection time is checked with names that resolve to
+loopback (`localhost` and its case and trailing-dot forms) under
+`--webhook-deny-private`, watched by a listener of our own that counts connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BASE_SETTINGS, login
+
+from mock_server.config import load_startup
+from mock_server.domain.destinations import DestinationError, DestinationRules
+from mock_server.sourcefile import ConfigError
+from mock_server.webhooks import REFUSED
+
+DEFAULT = DestinationRules()
+DENY_PRIVATE = DestinationRules(deny_private=True)
+
+# -- the rules, as a table -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["169.254.169.254", "169.254.0.1", "fe80::1", "::ffff:169.254.169.254", "FE80::abcd"],
+)
+def test_link_local_is_refused_by_default(address):
+    assert "link-local" in (DEFAULT.refusal(address, address) or "")
+    assert "link-local" in (DEFAULT.refusal("metadata.internal", address) or "")
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "127.9.9.9",
+        "::1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.168.1.1",
+        "100.64.0.1",
+        "fc00::1",
+        "fd12::1",
+        "0.0.0.0",
+        "0.1.2.3",
+        "::",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+    ],
+)
+def test_deny_private_refuses_loopback_private_shared_and_unspecified(address):
+    assert DEFAULT.refusal(address, address) is None
+    assert "--webhook-deny-private" in (DENY_PRIVATE.refusal(address, address) or "")
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "172.32.0.1", "100.128.0.1", "2001:db8::1"])
+def test_public_addresses_pass_either_way(address):
+    assert DEFAULT.refusal(address, address) is None
+    assert DENY_PRIVATE.refusal(address, address) is None
+
+
+def test_the_allow_list_names_hosts_suffixes_and_blocks_and_nothing_else_is_reached():
+    rules = DestinationRules.parse(
+        "hooks.example.com, *.tenant.test, 10.0.0.0/8, 169.254.169.254", deny_private=True
+    )
+    assert rules.refusal("hooks.example.com", "93.184.216.34") is None
+    assert rules.refusal("HOOKS.Example.COM.", "93.184.216.34") is None
+    assert rules.refusal("a.tenant.test", "192.168.1.1") is None  # allowed beats denied
+    assert rules.refusal("x.a.tenant.test", "93.184.216.34") is None
+    assert rules.refusal("w", "10.2.3.4") is None
+    assert rules.refusal("w", "169.254.169.254") is None  # link-local, named
+    assert "--webhook-allow" in (rules.refusal("tenant.test", "93.184.216.34") or "")
+    assert "--webhook-allow" in (rules.refusal("other.example", "93.184.216.34") or "")
+    assert "--webhook-allow" in (rules.refusal("hooks.example.com.evil", "1.2.3.4") or "")
+
+
+@pytest.mark.parametrize("entry", ["not a host", "*.", "10.0.0.0/33", "exa_mple.com", "::1/200"])
+def test_a_bad_allow_entry_is_refused(entry):
+    with pytest.raises(DestinationError):
+        DestinationRules.parse(entry)
+
+
+@pytest.mark.parametrize(
+    ("url", "refused"),
+    [
+        ("http://169.254.169.254/latest/meta-data", True),
+        ("http://[fe80::1]:8080/x", True),
+        ("http://[::ffff:169.254.169.254]/x", True),
+        ("https://hooks.example.com/x", False),  # a name: checked when resolved
+        ("http://127.0.0.1:9/x", False),
+    ],
+)
+def test_a_literal_address_is_checked_where_the_url_is_set(url, refused):
+    assert (DEFAULT.literal_refusal(url) is not None) is refused
+
+
+# -- where a URL is set: refused with 400 (or file:line), nothing connected -----------------
+
+LINK_LOCAL_URL = "http://169.254.169.254/latest/meta-data"
+
+
+async def _account_id(client: Any) -> str:
+    return (await (await client.get("/_mock/accounts")).json())["accounts"][0]["id"]
+
+
+@pytest.mark.parametrize("url", [LINK_LOCAL_URL, "http://[fe80::1]/x"])
+async def test_the_control_api_refuses_a_link_local_webhook_url(client, url):
+    account_id = await _account_id(client)
+    before = await (await client.get(f"/_mock/accounts/{account_id}")).json()
+    patched = await client.patch(f"/_mock/accounts/{account_id}", json={"webhook_url": url})
+    assert patched.status == 400
+    body = await patched.json()
+    assert body["code"] == "validation_error" and "link-local" in body["detail"]
+    assert await (await client.get(f"/_mock/accounts/{account_id}")).json() == before
+    created = await client.post(
+        "/_mock/accounts", json={"email": "x@example.com", "webhook_url": url}
+    )
+    assert created.status == 400
+    replaced = await client.put(
+        "/_mock/accounts",
+        json={"accounts": [{"email": "y@example.com", "api_key": "ak_y", "webhook_url": url}]},
+    )
+    assert replaced.status == 400
+    sandbox = await client.post(
+        "/_mock/sandboxes",
+        json={
+            "accounts": {
+                "accounts": [{"email": "z@example.com", "api_key": "ak_z", "webhook_url": url}]
+            }
+        },
+    )
+    assert sandbox.status == 400, await sandbox.text()
+    listed = await (await client.get("/_mock/sandboxes")).json()
+    assert len(listed["sandboxes"]) == 1  # the default one only
+
+
+async def test_deny_private_refuses_a_loopback_literal_where_it_is_set(make_client):
+    client = await make_client(webhook_deny_private=True)
+    account_id = await _account_id(client)
+    for url in ("http://127.0.0.1:9/x", "http://[::1]:9/x", "http://10.0.0.1/x"):
+        patched = await client.patch(f"/_mock/accounts/{account_id}", json={"webhook_url": url})
+        assert patched.status == 400, url
+        assert "--webhook-deny-private" in (await patched.json())["detail"]
+
+
+def test_an_accounts_file_with_a_refused_url_is_refused_with_its_line(tmp_path: Path):
+    path = tmp_path / "accounts.yaml"
+    path.write_text(
+        "accounts:\n"
+        "  - email: a@example.com\n"
+        "    api_key: ak_a\n"
+        f"    webhook_url: {LINK_LOCAL_URL}\n"
+    )
+    from dataclasses import replace
+
+    with pytest.raises(ConfigError) as caught:
+        load_startup(replace(BASE_SETTINGS, accounts=str(path)))
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{path}:4:") and "link-local" in problem
+
+
+def test_a_refused_webhook_url_flag_stops_the_start():
+    from dataclasses import replace
+
+    with pytest.raises(ConfigError) as caught:
+        load_startup(replace(BASE_SETTINGS, webhook_url=LINK_LOCAL_URL))
+    assert "--webhook-url" in caught.value.problems[0]
+
+
+# -- where the connection is made: names that resolve to loopback ---------------------------
+
+
+class Listener:
+    """A receiver of our own on 127.0.0.1 that counts connections and answers 200."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.port = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                (
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
+            await reader.readexactly(length)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def listener() -> AsyncIterator[Listener]:
+    found = Listener()
+    server = await asyncio.start_server(found.handle, "127.0.0.1", 0)
+    found.port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield found
+
+
+async def _deliver(client: Any, url: str) -> dict[str, Any]:
+    """Point the default account at `url`, settle one order, return its delivery."""
+    account_id = await _account_id(client)
+    patched = await client.patch(f"/_mock/accounts/{account_id}", json={"webhook_url": url})
+    assert patched.status == 200, await patched.text()
+    merchant = await login(client)
+    status, order = await merchant.create({"item_id": 1001})
+    assert status == 201, order
+    await merchant.advance(3)
+    deliveries = await (await client.get(f"/_mock/webhooks?order_id={order['id']}")).json()
+    return deliveries["deliveries"][0]
+
+
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST", "LocalHost"])
+async def test_a_name_resolving_to_loopback_is_refused_at_connect_time_with_deny_private(
+    make_client, listener, host
+):
+    client = await make_client(webhook_deny_private=True)
+    delivery = await _deliver(client, f"http://{host}:{listener.port}/hooks")
+    (attempt,) = delivery["attempts"]
+    assert attempt["status_code"] is None
+    assert attempt["error"].startswith(REFUSED) and "--webhook-deny-private" in attempt["error"]
+    assert delivery["status"] == "retrying"  # on the schedule like any failed attempt
+    assert listener.connections == 0
+
+
+@pytest.mark.parametrize("host", ["localhost.", "LocalHost."])
+async def test_a_trailing_dot_name_is_never_connected_to_with_deny_private(
+    make_client, listener, host
+):
+    """Whether the system resolves `localhost.` at all differs between machines: where
+    it does, the rule refuses it; either way, nothing is connected to."""
+    client = await make_client(webhook_deny_private=True)
+    delivery = await _deliver(client, f"http://{host}:{listener.port}/hooks")
+    (attempt,) = delivery["attempts"]
+    assert attempt["status_code"] is None and attempt["error"]
+    assert listener.connections == 0
+
+
+@pytest.mark.parametrize("allow", ["localhost", "127.0.0.0/8, ::1/128", "*.localhost, localhost"])
+async def test_what_the_allow_list_names_is_reached_despite_deny_private(
+    make_client, listener, allow
+):
+    client = await make_client(webhook_deny_private=True, webhook_allow=allow)
+    delivery = await _deliver(client, f"http://localhost:{listener.port}/hooks")
+    assert delivery["status"] == "delivered", delivery
+    assert listener.connections == 1
+
+
+async def test_with_an_allow_list_nothing_else_is_reached(make_client, listener):
+    client = await make_client(webhook_allow="hooks.example.test")
+    delivery = await _deliver(client, f"http://localhost:{listener.port}/hooks")
+    (attempt,) = delivery["attempts"]
+    assert attempt["error"].startswith(REFUSED) and "--webhook-allow" in attempt["error"]
+    assert listener.connections == 0
+    account_id = await _account_id(client)
+    literal = f"http://127.0.0.1:{listener.port}/hooks"
+    patched = await client.patch(f"/_mock/accounts/{account_id}", json={"webhook_url": literal})
+    assert patched.status == 400
+
+
+async def test_by_default_a_local_receiver_is_still_reached(client, listener):
+    for url in (f"http://localhost:{listener.port}/h", f"http://127.0.0.1:{listener.port}/h"):
+        delivery = await _deliver(client, url)
+        assert delivery["status"] == "delivered", delivery
+    assert listener.connections == 2
+
+
+# -- the flags ---------------------------------------------------------------------------------
+
+
+def test_the_flags_and_variables_set_the_rules(monkeypatch):
+    from mock_server.cli import parse_settings
+
+    settings = parse_settings(["--webhook-allow", "*.example.test,10.0.0.0/8"])
+    assert (settings.webhook_allow, settings.webhook_deny_private) == (
+        "*.example.test,10.0.0.0/8",
+        False,
+    )
+    monkeypatch.setenv("MOCK_WEBHOOK_DENY_PRIVATE", "1")
+    monkeypatch.setenv("MOCK_WEBHOOK_ALLOW", "localhost")
+    settings = parse_settings([])
+    assert (settings.webhook_allow, settings.webhook_deny_private) == ("localhost", True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env"),
+    [
+        (["--webhook-allow", "not a host"], {}),
+        (["--webhook-allow", "10.0.0.0/40"], {}),
+        ([], {"MOCK_WEBHOOK_DENY_PRIVATE": "maybe"}),
+        ([], {"MOCK_WEBHOOK_ALLOW": "*."}),
+    ],
+)
+def test_a_bad_flag_or_variable_exits_2(monkeypatch, capsys, argv, env):
+    from mock_server.cli import parse_settings
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exited:
+        parse_settings(argv)
+    assert exited.value.code == 2
+    assert "webhook" in capsys.readouterr().err.lower()
