@@ -41,6 +41,7 @@ from .edge.jsonio import OrderRenderings, dumps
 from .edge.server import Edge
 from .merchant.api import MerchantApi
 from .merchant.calls import MerchantCalls
+from .merchant.rate_guard import RateGuard
 from .merchant.table import MerchantTable
 from .tls import webhook_ssl
 from .webhooks import WebhookSender
@@ -151,7 +152,12 @@ def create_app(
     edge = Edge(
         Cors(settings.cors_origin),
         MerchantTable(merchant_api.routes()),
-        MerchantCalls(sandboxes, state_file, MAX_BODY_BYTES),
+        MerchantCalls(
+            sandboxes,
+            state_file,
+            MAX_BODY_BYTES,
+            RateGuard(settings.sandbox_rate) if settings.sandbox_rate else None,
+        ),
         ControlCalls(
             control_router,
             sandboxes,

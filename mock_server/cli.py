@@ -181,6 +181,10 @@ def _check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         )
     if args.max_sandboxes < 0:
         parser.error("--max-sandboxes must be >= 0")
+    if args.sandbox_rate is not None and not (
+        math.isfinite(args.sandbox_rate) and args.sandbox_rate > 0
+    ):
+        parser.error("--sandbox-rate must be a number of calls per second > 0")
 
 
 def _check_tls(

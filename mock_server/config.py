@@ -48,6 +48,8 @@ class Settings:
     journal_size: int = 1000
     sandbox_ttl: float = 3600.0
     max_sandboxes: int = 1000
+    #: Merchant calls per second per sandbox (bursts of twice that); None: no limit.
+    sandbox_rate: float | None = None
     #: `--state PATH`: keep every sandbox's state in this SQLite file (docs/state.md).
     state: str | None = None
     # HTTPS (the README's configuration table): either `tls="self-signed"` (CA written
@@ -185,6 +187,13 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         metavar="S",
     ),
     Option("max_sandboxes", "most sandboxes created and alive at once", kind=int, metavar="N"),
+    Option(
+        "sandbox_rate",
+        "each sandbox's merchant calls at most R per second, bursts of 2R",
+        kind=float,
+        metavar="R",
+        default_text="off",
+    ),
     Option(
         "state",
         "keep every sandbox's state in this file and resume from it",

@@ -67,5 +67,9 @@ def already_exists(detail: str) -> ApiError:
     return ApiError(409, "already_exists", detail)
 
 
+def rate_limited(detail: str) -> ApiError:
+    return ApiError(429, "rate_limited", detail)
+
+
 def payload_too_large(limit: int) -> ApiError:
     return ApiError(413, "payload_too_large", f"Request body is larger than {limit} bytes")

@@ -17,9 +17,10 @@ from ..domain.sandboxes import Sandboxes
 from ..edge.context import READS
 from ..edge.jsonio import json_response
 from ..edge.refusals import code_for, failure, refusal
-from ..errors import ApiError, TokenError
+from ..errors import ApiError, TokenError, rate_limited
 from .api import MerchantHandler
-from .sandbox_choice import merchant_sandbox
+from .rate_guard import RateGuard
+from .sandbox_choice import TOKEN_PATH_END, merchant_sandbox
 
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
     from ..state_file import StateFile
@@ -31,10 +32,17 @@ class MerchantCalls:
     """The merchant calls of one application. `state_file` is the `--state` file, or
     None."""
 
-    def __init__(self, sandboxes: Sandboxes, state_file: StateFile | None, max_body: int) -> None:
+    def __init__(
+        self,
+        sandboxes: Sandboxes,
+        state_file: StateFile | None,
+        max_body: int,
+        rate_guard: RateGuard | None = None,
+    ) -> None:
         self._sandboxes = sandboxes
         self._state_file = state_file
         self._max_body = max_body
+        self._rate_guard = rate_guard
 
     async def call(
         self,
@@ -55,9 +63,13 @@ class MerchantCalls:
             except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
                 return refusal(error)
         method = request.method
-        fault = sandbox.faults.take(method, path) if sandbox.faults else None
+        guard = self._rate_guard
+        wait = guard.retry_after(sandbox) if guard is not None else 0
+        fault = sandbox.faults.take(method, path) if sandbox.faults and not wait else None
         refused: ApiError | TokenError | None = None
-        if fault is None:
+        if wait:
+            response = _rate_limited(path, wait)
+        elif fault is None:
             try:
                 response = await handler(request, sandbox, order_id)
             except (ApiError, TokenError) as error:
@@ -77,7 +89,7 @@ class MerchantCalls:
         state_file = self._state_file
         if state_file is not None and method not in READS:  # a read changes nothing
             await state_file.save(sandbox)
-        if fault is None:
+        if fault is None and not wait:
             _count(sandbox.coverage, refused, path)
         body = b""
         if request.body_exists:
@@ -90,6 +102,18 @@ class MerchantCalls:
         if sandbox.events.active:
             sandbox.events.publish_journal(method, path, status, body_text(body), iso(at))
         return response
+
+
+def _rate_limited(path: str, wait: int) -> web.Response:
+    """429 `rate_limited` (the token endpoint's own `{"error"}` shape there)."""
+    detail = (
+        f"This sandbox's merchant calls are over the server's rate (--sandbox-rate): "
+        f"retry in {wait} s"
+    )
+    error = TokenError(429, detail) if path.endswith(TOKEN_PATH_END) else rate_limited(detail)
+    response = refusal(error)
+    response.headers["Retry-After"] = str(wait)
+    return response
 
 
 def _fault_response(fault_id: object, status: int, method: str, path: str) -> web.Response:

@@ -63,6 +63,10 @@ def _exchange_token() -> dict[str, Any]:
             ),
             "405": use("MethodNotAllowed"),
             "413": response(f"The body is over {MAX_BODY_BYTES} bytes.", ref("TokenError")),
+            "429": response(
+                "Only with --sandbox-rate: over the server's rate; see `Retry-After`.",
+                ref("TokenError"),
+            ),
             "5XX": use("InternalError"),
         },
     )

@@ -23,6 +23,7 @@ ENVELOPE_CODES = (
     "already_exists",
     "payload_too_large",
     "too_many_sandboxes",
+    "rate_limited",
     "internal_error",
 )
 MERCHANT_AUTH = [{"bearerAuth": []}]
@@ -238,6 +239,7 @@ def merchant_errors(*, reads_body: bool, authenticated: bool = True) -> dict[str
     errors["405"] = use("MethodNotAllowed")
     if reads_body:
         errors["413"] = use("PayloadTooLarge")
+    errors["429"] = use("RateLimited")
     errors["5XX"] = use("InternalError")
     return errors
 

@@ -302,6 +302,19 @@ def _responses() -> dict[str, Any]:
         "PayloadTooLarge": error(
             f"The body is over {MAX_BODY_BYTES} bytes (1 MiB).", "payload_too_large"
         ),
+        "RateLimited": response(
+            "Only with --sandbox-rate: this sandbox's merchant calls are over the server's "
+            "rate (the operator's protection, not a rule of the real service). Nothing "
+            "happened; retry after the header's seconds.",
+            envelope("rate_limited"),
+            headers={
+                "Retry-After": {
+                    "description": "Whole seconds until a call is taken again.",
+                    "required": True,
+                    "schema": integer(minimum=1),
+                }
+            },
+        ),
         "MethodNotAllowed": response(
             "The path exists, not with this method: answered to any method the path does not list.",
             envelope("method_not_allowed"),
