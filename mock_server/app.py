@@ -21,7 +21,7 @@ from aiohttp import web
 
 from . import openapi
 from .clock import Clock
-from .config import MAX_BODY_BYTES, Settings, load_startup
+from .config import MAX_BODY_BYTES, Settings, created_quotas, default_quotas, load_startup
 from .control import accounts as control_accounts
 from .control import coverage as control_coverage
 from .control import events as control_events
@@ -32,6 +32,7 @@ from .control import state_document as control_state
 from .control import ui as control_ui
 from .control.calls import ControlCalls
 from .domain.events import EventHub
+from .domain.quotas import NO_QUOTAS, Quotas
 from .domain.sandbox import Sandbox
 from .domain.sandbox_ids import DEFAULT_ID
 from .domain.sandboxes import Sandboxes
@@ -129,14 +130,21 @@ def create_app(
     # share one encoding.
     renderings = OrderRenderings()
     events = functools.partial(EventHub, dumps, order_body=renderings.body)
-    default = make_sandbox(startup, clock=clock, webhook_ssl=sender_ssl, events=events())
+    default = make_sandbox(
+        startup,
+        clock=clock,
+        webhook_ssl=sender_ssl,
+        events=events(),
+        quotas=default_quotas(settings),
+    )
     sandboxes = Sandboxes(
         default,
-        make=lambda startup, sandbox_id: make_sandbox(
-            startup, sandbox_id=sandbox_id, webhook_ssl=sender_ssl, events=events()
+        make=lambda startup, sandbox_id, quotas: make_sandbox(
+            startup, sandbox_id=sandbox_id, webhook_ssl=sender_ssl, events=events(), quotas=quotas
         ),
         ttl=settings.sandbox_ttl,
         limit=settings.max_sandboxes,
+        quotas=created_quotas(settings),
         wall=wall,
     )
     state_file = None
@@ -176,12 +184,13 @@ def make_sandbox(
     sandbox_id: str = DEFAULT_ID,
     webhook_ssl: SSLContext | bool = True,
     events: EventHub | None = None,
+    quotas: Quotas = NO_QUOTAS,
 ) -> Sandbox:
     """A sandbox wired to its own webhook sender (its own pooled HTTP client, so one
     sandbox's hanging receivers never hold another's deliveries); `webhook_ssl` is how
     it verifies `https://` receivers (`tls.webhook_ssl`)."""
     events = events or EventHub(dumps)
-    sandbox = Sandbox(startup, clock=clock, sandbox_id=sandbox_id, events=events)
+    sandbox = Sandbox(startup, clock=clock, sandbox_id=sandbox_id, events=events, quotas=quotas)
     sender = WebhookSender(sandbox, ssl=webhook_ssl)
     sandbox.webhooks = sender
     sandbox.settled_hooks.append(sender.order_settled)

@@ -181,6 +181,10 @@ def _check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         )
     if args.max_sandboxes < 0:
         parser.error("--max-sandboxes must be >= 0")
+    for option in SERVE_OPTIONS:
+        value = getattr(args, option.name, None)
+        if option.name.startswith("sandbox_max_") and value is not None and value < 0:
+            parser.error(f"{option.flag} must be >= 0")
     if args.sandbox_rate is not None and not (
         math.isfinite(args.sandbox_rate) and args.sandbox_rate > 0
     ):

@@ -20,6 +20,7 @@ from typing import Any
 from .domain.accounts import AccountSpec, default_accounts, load_accounts
 from .domain.catalog import Catalog, load_catalog, parse_catalog
 from .domain.destinations import DestinationError, DestinationRules
+from .domain.quotas import CREATED_DEFAULTS, Quotas
 from .domain.randomness import fresh_seed
 from .domain.scenarios import builtin_scenarios, load_scenario_paths
 from .domain.startup import StartupState
@@ -50,6 +51,12 @@ class Settings:
     max_sandboxes: int = 1000
     #: Merchant calls per second per sandbox (bursts of twice that); None: no limit.
     sandbox_rate: float | None = None
+    # What a sandbox may hold (docs/hosting.md, "Quotas"). None: not set, so a created
+    # sandbox gets quotas.CREATED_DEFAULTS and the default sandbox none.
+    sandbox_max_orders: int | None = None
+    sandbox_max_scenarios: int | None = None
+    sandbox_max_accounts: int | None = None
+    sandbox_max_catalog: int | None = None
     #: `--state PATH`: keep every sandbox's state in this SQLite file (docs/state.md).
     state: str | None = None
     # HTTPS (the README's configuration table): either `tls="self-signed"` (CA written
@@ -194,6 +201,21 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         metavar="R",
         default_text="off",
     ),
+    *(
+        Option(
+            f"sandbox_max_{quota}",
+            f"most {what} a sandbox holds",
+            kind=int,
+            metavar="N",
+            default_text=f"{CREATED_DEFAULTS[quota]} per created sandbox, none for the default one",
+        )
+        for quota, what in (
+            ("orders", "orders"),
+            ("scenarios", "scenarios loaded at run time"),
+            ("accounts", "accounts"),
+            ("catalog", "catalog items"),
+        )
+    ),
     Option(
         "state",
         "keep every sandbox's state in this file and resume from it",
@@ -286,6 +308,21 @@ def load_startup(settings: Settings) -> StartupState:
         start_time=settings.start_time,
         journal_size=settings.journal_size,
     )
+
+
+def created_quotas(settings: Settings) -> Quotas:
+    """What each created sandbox may hold: what is set, else quotas.CREATED_DEFAULTS."""
+    return Quotas(**{q: _quota(settings, q, default) for q, default in CREATED_DEFAULTS.items()})
+
+
+def default_quotas(settings: Settings) -> Quotas:
+    """What the default sandbox may hold: only what is set."""
+    return Quotas(**{q: _quota(settings, q, None) for q in CREATED_DEFAULTS})
+
+
+def _quota(settings: Settings, quota: str, otherwise: int | None) -> int | None:
+    value = getattr(settings, f"sandbox_max_{quota}")
+    return otherwise if value is None else value
 
 
 def webhook_rules(settings: Settings) -> DestinationRules:

@@ -37,11 +37,13 @@ class Serving:
         self._shutdown_timeout = shutdown_timeout
         self._options = options
         self._runner: web.ServerRunner | None = None
+        self._started = False
 
     async def start(self) -> tuple[str, int]:
         """Start the app, then listen; returns the address listened on. An address that
         cannot be listened on raises the `OSError`, with everything stopped again."""
         await self.app.start()
+        self._started = True
         server = web.Server(self.app.edge, **self._options)
         self._runner = runner = web.ServerRunner(
             server, handle_signals=False, shutdown_timeout=self._shutdown_timeout
@@ -66,7 +68,11 @@ class Serving:
         return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
 
     async def stop(self) -> None:
-        """Stop listening, end open event streams, close connections, stop the app."""
+        """Stop listening, end open event streams, close connections, stop the app; once
+        (a second call does nothing)."""
+        if not self._started:
+            return
+        self._started = False
         runner, self._runner = self._runner, None
         self.app.end_streams()
         if runner is not None:

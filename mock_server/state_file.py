@@ -173,7 +173,7 @@ class StateFile:
                         entry["last_used_at"],
                         entry["ttl"],
                     ).sandbox
-                sandbox.load_state(document)
+                sandbox.resume_saved(document)
                 self._saved[sandbox_id] = _Saved.of(sandbox)  # the file holds it already
             except Exception as exc:  # noqa: BLE001 - any refusal: the file is unusable
                 detail = getattr(exc, "detail", None) or str(exc)

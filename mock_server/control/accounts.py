@@ -26,7 +26,9 @@ async def list_accounts(request: web.BaseRequest) -> web.Response:
 async def create_account(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     body = await read_object(request)
-    account = admin.create_account(sandbox.state, body, sandbox.startup.webhook_rules)
+    account = admin.create_account(
+        sandbox.state, body, sandbox.startup.webhook_rules, sandbox.quotas
+    )
     created = admin.account_view(account) | {"api_key": account.api_keys[0]}
     return json_response(created, status=201)
 
@@ -80,7 +82,8 @@ async def read_catalog(request: web.BaseRequest) -> web.Response:
 
 @routes.put("/_mock/catalog")
 async def replace_catalog(request: web.BaseRequest) -> web.Response:
-    catalog = admin.replace_catalog(_state(request), await read_document(request))
+    sandbox = sandbox_of(request)
+    catalog = admin.replace_catalog(sandbox.state, await read_document(request), sandbox.quotas)
     return json_response({"items": catalog.to_feed()})
 
 

@@ -16,6 +16,7 @@ from .catalog import Catalog, Item, parse_catalog
 from .destinations import DestinationRules
 from .ledger import Ledger
 from .money import major
+from .quotas import Quotas
 from .state import State
 from .tokens import Tokens
 
@@ -67,8 +68,11 @@ def _spec_from_body(body: dict[str, Any], rules: DestinationRules) -> AccountSpe
     return spec
 
 
-def create_account(state: State, body: dict[str, Any], rules: DestinationRules) -> Account:
+def create_account(
+    state: State, body: dict[str, Any], rules: DestinationRules, quotas: Quotas
+) -> Account:
     spec = _spec_from_body(body, rules)
+    quotas.check("accounts", len(state.accounts) + 1)
     new_key = "api_key" not in body and "api_keys" not in body
     if any(a.email == spec.email for a in state.accounts.values()):
         raise already_exists(f"An account with email {spec.email} exists")
@@ -124,12 +128,15 @@ def patch_account(
     return account
 
 
-def replace_accounts(state: State, data: Any, rules: DestinationRules) -> list[Account]:
+def replace_accounts(
+    state: State, data: Any, rules: DestinationRules, quotas: Quotas
+) -> list[Account]:
     """Every account replaced by those of an accounts document (an `--accounts` file, as JSON)."""
     try:
         specs = parse_accounts(data, "request body", rules)
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
+    quotas.check("accounts", len(specs))
     _forget_account_activity(state)
     state.accounts.clear()
     state.account_by_key.clear()
@@ -184,11 +191,12 @@ def revoke_api_key(state: State, key: str) -> None:
     state.accounts[account_id].api_keys.remove(key)
 
 
-def replace_catalog(state: State, data: Any) -> Catalog:
+def replace_catalog(state: State, data: Any, quotas: Quotas) -> Catalog:
     try:
         catalog = parse_catalog(data, "request body")
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
+    quotas.check("catalog", len(catalog))
     state.catalog = catalog
     return catalog
 

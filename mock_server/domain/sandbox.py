@@ -37,6 +37,7 @@ from .money import charge_for, major
 from .order_request import OrderRequest, parse_order_request
 from .orders import PENDING_WEBHOOK, Order
 from .plants import Plant
+from .quotas import NO_QUOTAS, Quotas
 from .sandbox_ids import DEFAULT_ID
 from .scenarios import Scenario, WebhookChaos, parse_scenarios
 from .startup import QueuedScenario, StartupState
@@ -67,8 +68,13 @@ class Sandbox:
         clock: Clock | None = None,
         sandbox_id: str = DEFAULT_ID,
         events: EventHub | None = None,
+        quotas: Quotas = NO_QUOTAS,
     ) -> None:
         self.startup = startup
+        #: What this sandbox may hold (`domain/quotas.py`).
+        self.quotas = quotas
+        #: Scenarios loaded at run time since the last reset, counted against its quota.
+        self.runtime_scenarios = 0
         self.sandbox_id = sandbox_id
         self.seed = startup.seed
         self.scenarios: dict[str, Scenario] = {s.name: s for s in startup.scenarios}
@@ -180,6 +186,7 @@ class Sandbox:
         self, account: Account, body: Any, *, scenario_name: str | None = None
     ) -> Order:
         """Spec 4.3: validate, price, charge, start fulfillment; all or nothing."""
+        self.quotas.check("orders", len(self.state.orders) + 1)
         if not isinstance(body, dict):
             raise validation_error("The request body must be a JSON object", "malformed body")
         forced = self._named_scenario(scenario_name) if scenario_name is not None else None
@@ -265,6 +272,7 @@ class Sandbox:
         self.scheduler.reset(clock)
         self.scenarios = {s.name: s for s in self.startup.scenarios}
         self.loaded_documents = []
+        self.runtime_scenarios = 0
         self.state = self._fresh_state(clock)
         self.lifecycle = self._new_lifecycle()
         self.queue.clear()
@@ -347,7 +355,7 @@ class Sandbox:
     def replace_accounts(self, data: Any) -> list[Account]:
         """Every account replaced (see `admin.replace_accounts`); queue entries aimed at
         the replaced accounts go with them."""
-        accounts = admin.replace_accounts(self.state, data, self.startup.webhook_rules)
+        accounts = admin.replace_accounts(self.state, data, self.startup.webhook_rules, self.quotas)
         self.queue = [entry for entry in self.queue if entry.account_id is None]
         self.generation += 1  # orders and deliveries of the old accounts are gone
         return accounts
@@ -358,6 +366,8 @@ class Sandbox:
             loaded = parse_scenarios(data, source)
         except ConfigError as exc:
             raise validation_error("; ".join(exc.problems)) from exc
+        self.quotas.check("scenarios", self.runtime_scenarios + len(loaded))
+        self.runtime_scenarios += len(loaded)
         for scenario in loaded:
             self.scenarios[scenario.name] = scenario
         self.loaded_documents.append(data)
@@ -369,7 +379,19 @@ class Sandbox:
         return state_document.dump(self)
 
     def load_state(self, document: Any) -> None:
-        """Replace the whole state with a saved one; a refused document changes nothing."""
+        """Replace the whole state with a saved one; a refused document changes nothing
+        (one that holds more than a quota allows included)."""
+        restored = state_document.restore(self, document)
+        quotas = self.quotas
+        quotas.check("orders", len(restored.state.orders))
+        quotas.check("accounts", len(restored.state.accounts))
+        quotas.check("catalog", len(restored.state.catalog))
+        quotas.check("scenarios", restored.runtime_scenarios)
+        self.adopt(restored)
+
+    def resume_saved(self, document: Any) -> None:
+        """The state a state file kept, back whole at start, quotas lowered since or not
+        (what the file holds was allowed when it was written)."""
         self.adopt(state_document.restore(self, document))
 
     def adopt(self, restored: state_document.Restored) -> None:
@@ -381,6 +403,7 @@ class Sandbox:
         self.state = state
         self.scenarios = restored.scenarios
         self.loaded_documents = restored.loaded_documents
+        self.runtime_scenarios = restored.runtime_scenarios
         self.queue = restored.queue
         self.faults = restored.faults
         self.coverage.load(restored.coverage)

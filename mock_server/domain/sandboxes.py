@@ -25,6 +25,7 @@ from typing import Any
 
 from ..clock import iso
 from ..errors import ApiError, TokenError, not_found
+from .quotas import NO_QUOTAS, Quotas
 from .sandbox import Sandbox
 from .sandbox_ids import DEFAULT_ID, ID_PREFIX
 from .sandbox_options import parse_sandbox_options, with_own_keys
@@ -33,7 +34,7 @@ from .startup import StartupState
 #: How many dropped ids are remembered, so that a late call learns why it got a 404.
 _GONE_MEMORY = 10_000
 
-MakeSandbox = Callable[[StartupState, str], Sandbox]
+MakeSandbox = Callable[[StartupState, str, Quotas], Sandbox]
 
 
 @dataclass(eq=False, slots=True)
@@ -80,6 +81,7 @@ class Sandboxes:
         make: MakeSandbox,
         ttl: float,
         limit: int,
+        quotas: Quotas = NO_QUOTAS,
         wall: Callable[[], float] = time.time,
     ) -> None:
         now = wall()
@@ -87,6 +89,8 @@ class Sandboxes:
         self._make = make
         self._ttl = ttl
         self._limit = limit
+        #: What each created sandbox may hold (`domain/quotas.py`).
+        self.quotas = quotas
         self._wall = wall
         self._live: dict[str, Entry] = {}
         self._gone: OrderedDict[str, str] = OrderedDict()
@@ -101,6 +105,16 @@ class Sandboxes:
     def create(self, body: dict[str, Any]) -> Entry:
         """A new sandbox from `body` (a `POST /_mock/sandboxes` body), started; all or nothing."""
         options = parse_sandbox_options(body, self.default.sandbox.startup)
+        startup = options.startup
+        # What the body brings counts against the quotas; the server's own defaults,
+        # which every created sandbox starts from, are the operator's choice.
+        if body.get("accounts") is not None:
+            self.quotas.check("accounts", len(startup.accounts))
+        if body.get("catalog") is not None:
+            self.quotas.check("catalog", len(startup.catalog))
+        if body.get("scenarios") is not None:
+            added = len(startup.scenarios) - len(self.default.sandbox.startup.scenarios)
+            self.quotas.check("scenarios", added)
         self.expire_idle()
         if len(self._live) >= self._limit:
             raise ApiError(
@@ -162,7 +176,7 @@ class Sandboxes:
     ) -> Entry:
         if keys:
             startup = replace(startup, accounts=with_own_keys(startup.accounts, keys))
-        sandbox = self._make(startup, sandbox_id)
+        sandbox = self._make(startup, sandbox_id, self.quotas)
         entry = Entry(sandbox_id, sandbox, control_token, created_at, last_used_at, ttl, body, keys)
         self._live[sandbox_id] = entry
         sandbox.start()

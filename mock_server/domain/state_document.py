@@ -203,6 +203,8 @@ class Restored:
         self.seed: int
         self.scenarios: dict[str, Scenario]
         self.loaded_documents: list[Any]
+        #: How many scenarios `loaded_documents` holds (a sandbox's quota counts them).
+        self.runtime_scenarios = 0
         self.queue: list[QueuedScenario]
         self.faults: Faults
         self.coverage: dict[str, dict[str, int]]
@@ -221,17 +223,22 @@ def restore(sandbox: Saved, document: Any) -> Restored:
     clock = make_clock(mode, start=clock_doc.number("now"), time_scale=scale)
     scenarios = {s.name: s for s in sandbox.startup.scenarios}
     documents = doc.list("scenarios_loaded")
+    counts = []
     for index, loaded in enumerate(documents):
         try:
-            for scenario in parse_scenarios(loaded, f"state: scenarios_loaded[{index}]"):
-                scenarios[scenario.name] = scenario
+            parsed = parse_scenarios(loaded, f"state: scenarios_loaded[{index}]")
         except ConfigError as exc:
             raise validation_error("; ".join(exc.problems)) from exc
+        counts.append(len(parsed))
+        for scenario in parsed:
+            scenarios[scenario.name] = scenario
     built.scenarios = scenarios
     # This sandbox's own startup scenarios, when the document begins with them, are not
     # loaded a second time at run time (a state put back where it came from).
     own = startup_scenarios(sandbox.startup)
-    built.loaded_documents = documents[len(own) :] if documents[: len(own)] == own else documents
+    skipped = len(own) if documents[: len(own)] == own else 0
+    built.loaded_documents = documents[skipped:]
+    built.runtime_scenarios = sum(counts[skipped:])
     try:
         catalog = parse_catalog(doc.list("catalog"), "state: catalog")
     except ConfigError as exc:

@@ -26,6 +26,7 @@ from .schema_helpers import (
     operation,
     path_param,
     query_param,
+    quota_errors,
     ref,
     response,
     string,
@@ -168,7 +169,8 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 ("201", "The account.", ref("CreatedAccount")),
                 request_body=body(ref("AccountInput"), {"email": "ci@example.com", "balance": 100}),
                 errors={
-                    "409": error("An account with that email, key or id exists.", "already_exists")
+                    "409": error("An account with that email, key or id exists.", "already_exists"),
+                    **quota_errors(),
                 },
             ),
             "put": control(
@@ -178,6 +180,7 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 ("200", "The new accounts.", ref("AccountList")),
                 description="Orders, deliveries, tokens and ledger entries of the old "
                 "accounts go with them; the catalog stays. JSON or YAML.",
+                errors=quota_errors(),
                 request_body=body(
                     ref("AccountsDocument"),
                     {"accounts": [{"email": "shop@example.com", "api_key": "ak_shop_1"}]},
@@ -266,6 +269,7 @@ def _control_catalog() -> dict[str, dict[str, Any]]:
                 tag,
                 ("200", "The new catalog.", ref("Catalog")),
                 description="Same checks as `--catalog`; JSON or YAML.",
+                errors=quota_errors(),
                 request_body=body(
                     ref("CatalogDocument"),
                     {
@@ -318,6 +322,7 @@ def _control_scenarios() -> dict[str, dict[str, Any]]:
                 ("201", "Their names.", ref("LoadedScenarios")),
                 description="A scenario with the name of a loaded one replaces it. All or "
                 "nothing. JSON or YAML.",
+                errors=quota_errors(),
                 request_body=body(ref("ScenarioDocument"), {"scenarios": [example]}, yaml=True),
             ),
         },

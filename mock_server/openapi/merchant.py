@@ -11,6 +11,7 @@ from ..domain.tokens import TOKEN_LIFETIME
 from ..merchant.api import PREFIXES, SCENARIO_HEADER
 from .schema_helpers import (
     MERCHANT_AUTH,
+    QUOTA_EXCEEDED,
     body,
     envelope,
     error,
@@ -131,6 +132,11 @@ def _create_order() -> dict[str, Any]:
                 },
             ),
             **merchant_errors(reads_body=True),
+            "429": response(
+                "`rate_limited` (only with --sandbox-rate; see `Retry-After`), or "
+                f"`quota_exceeded`: {QUOTA_EXCEEDED}",
+                {"oneOf": [envelope("rate_limited"), envelope("quota_exceeded")]},
+            ),
         },
     )
 

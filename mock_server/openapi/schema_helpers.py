@@ -24,6 +24,7 @@ ENVELOPE_CODES = (
     "payload_too_large",
     "too_many_sandboxes",
     "rate_limited",
+    "quota_exceeded",
     "internal_error",
 )
 MERCHANT_AUTH = [{"bearerAuth": []}]
@@ -242,6 +243,18 @@ def merchant_errors(*, reads_body: bool, authenticated: bool = True) -> dict[str
     errors["429"] = use("RateLimited")
     errors["5XX"] = use("InternalError")
     return errors
+
+
+#: What a call past one of a sandbox's quotas answers (docs/hosting.md, "Quotas").
+QUOTA_EXCEEDED = (
+    "The sandbox holds what its quota allows (`--sandbox-max-orders`, `-scenarios`, "
+    "`-accounts`, `-catalog`; a created sandbox has them by default): the detail names "
+    "the quota and how to free room. Nothing was made, charged or stored."
+)
+
+
+def quota_errors() -> dict[str, Any]:
+    return {"429": error(QUOTA_EXCEEDED, "quota_exceeded")}
 
 
 def control_errors(*, reads_body: bool = False, protected: bool = True) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..domain.state_document import FORMAT
 from .control import control
-from .schema_helpers import Schema, body, integer, number, obj, string
+from .schema_helpers import Schema, body, integer, number, obj, quota_errors, string
 
 TAG = "state"
 
@@ -46,6 +46,7 @@ def state_paths() -> dict[str, dict[str, Any]]:
                 "(400 naming where) and nothing changes. Pending steps and webhook attempts "
                 "resume at their virtual due times. A document of a newer format is refused.",
                 request_body=body({"$ref": "#/components/schemas/StateDocument"}, None),
+                errors=quota_errors(),
             ),
         }
     }
