@@ -1,0 +1,266 @@
+"""Hosting one server for many merchants (docs/hosting.md): one command.
+
+    python bench/hosting.py [--quota 20000] [--sandboxes 10] [--webhooks 2000]
+                            [--duration 5] [--runs 5] [--no-write]
+
+Measures, against servers started as the CLI starts them (placement as in bench.py:
+server on CPU 0, wrk and the webhook receiver on CPU 1):
+
+* sizing: created sandboxes, each with one account whose webhook goes to a local
+  receiver answering 200, each driven over HTTP to an order quota of `--quota` orders
+  (the next order is refused 429) and advanced until every order settled and its webhook
+  was delivered. The growth of the second and third sandboxes gives what each further
+  full sandbox holds (the first also pays what the process allocates once; a sandbox
+  with a few orders is made before any of them); 200 empty sandboxes what one holds
+  before any order. docs/hosting.md's formula, first + (N - 1) x each further, is then
+  held against the RSS once `--sandboxes` sandboxes are full -- bar: within 10%;
+* what the destination rules cost: order lookup and creation with wrk, with
+  `--webhook-deny-private --webhook-allow 127.0.0.0/8` against neither, fresh servers
+  alternating, medians -- bar: >= 0.95x; and one webhook attempt, `--webhooks` orders
+  settling at once and delivered to a receiver named `localhost`, with the rules against
+  without -- bar: <= 0.2 ms more per attempt.
+
+Writes the table to bench/HOSTING.md unless --no-write.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import side
+
+from bench import (
+    Client,
+    Placement,
+    Server,
+    WrkParams,
+    placement,
+    receiver,
+    run_wrk,
+    sandbox_argv,
+    write_accounts,
+)
+
+RULES = ["--webhook-deny-private", "--webhook-allow", "127.0.0.0/8"]
+BAR_PREDICTION = 0.10
+BAR_RATIO = 0.95
+BAR_ATTEMPT_MS = 0.2
+EMPTY_SANDBOXES = 200
+WARM_UP_ORDERS = 200
+#: The sandboxes (after the first) whose growth predicts the rest.
+CALIBRATION = 3
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def fill_sandbox(client: Client, hook: str, index: int, quota: int, orders: int = 0) -> None:
+    """A created sandbox driven to its order quota (or given `orders` only), every order
+    settled and delivered."""
+    account = {
+        "email": f"load{index}@example.com",
+        "api_key": f"ak_load{index}",
+        "balance": 10**12,
+        "webhook_url": hook,
+    }
+    sandbox = client.json("POST", "/_mock/sandboxes", {"accounts": {"accounts": [account]}})
+    base = "/" + sandbox["base_url"].split("//", 1)[1].split("/", 1)[1]
+    token = client.json("POST", f"{base}/api/v1/auth/token/client", {"api_key": account["api_key"]})
+    bearer = token["access_token"]
+    for _ in range(orders or quota):
+        client.json("POST", f"{base}/api/v1/orders", {"item_id": 1001}, bearer)
+    status, _, _ = client.call("POST", f"{base}/api/v1/orders", {"item_id": 1001}, bearer)
+    if not orders and status != 429:
+        raise RuntimeError(f"order {quota + 1} answered {status}, not 429 quota_exceeded")
+    client.json("POST", f"{base}/_mock/clock/advance", {"seconds": 600})
+
+
+def bench_sizing(pin: Placement, work: Path, quota: int, sandboxes: int) -> dict:
+    with receiver(pin, 200, work) as hook:
+        argv = sandbox_argv(pin, None) + RULES + ["--sandbox-max-orders", str(quota)]
+        server = Server(argv + ["--max-sandboxes", "100000"], "hosting-sizing", work)
+        try:
+            client = Client(server.url)
+            client.json("GET", "/_mock/health")
+            pid = server.proc.pid
+            # What the first orders and deliveries of a process load once (code paths,
+            # caches, the receiver's connection pool) is paid before measuring.
+            fill_sandbox(client, hook, -1, quota, orders=WARM_UP_ORDERS)
+            idle = rss_mib(pid)
+            began = time.perf_counter()
+            rss = [idle]
+            for index in range(sandboxes):
+                fill_sandbox(client, hook, index, quota)
+                rss.append(rss_mib(pid))
+            seconds = time.perf_counter() - began
+            full = rss[-1]
+            before_empty = rss_mib(pid)
+            for _ in range(EMPTY_SANDBOXES):
+                client.json("POST", "/_mock/sandboxes", {})
+            empty = (rss_mib(pid) - before_empty) / EMPTY_SANDBOXES
+            received = Client(hook.removesuffix("/hooks")).json("GET", "/count")["received"]
+            received -= WARM_UP_ORDERS + 1
+            client.close()
+        finally:
+            server.stop()
+    # Calibrated on the second and third sandboxes (the first also pays what the
+    # process allocates once), the prediction for all of them is checked on the last.
+    per_sandbox = (rss[CALIBRATION] - rss[1]) / (CALIBRATION - 1)
+    per_order_kib = (per_sandbox - empty) * 1024 / quota
+    predicted = rss[1] + (sandboxes - 1) * per_sandbox
+    return {
+        "idle": idle,
+        "first": rss[1],
+        "rss": rss,
+        "full": full,
+        "empty_kib": empty * 1024,
+        "per_sandbox": per_sandbox,
+        "per_order_kib": per_order_kib,
+        "predicted": predicted,
+        "received": received,
+        "seconds": seconds,
+    }
+
+
+def bench_rules_load(pin: Placement, params: WrkParams, accounts: Path, work: Path) -> dict:
+    results: dict[str, dict[str, list[float]]] = {
+        "without": {"lookup": [], "create": []},
+        "with": {"lookup": [], "create": []},
+    }
+    for run in range(params.runs):
+        for config, extra in (("without", []), ("with", RULES)):
+            for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
+                server = Server(sandbox_argv(pin, accounts) + extra, f"rules-{config}", work)
+                try:
+                    client = Client(server.url)
+                    token = client.json(
+                        "POST", "/api/v1/auth/token/client", {"api_key": "ak_bench"}
+                    )["access_token"]
+                    order = client.json("POST", "/api/v1/orders", {"item_id": 1001}, token)
+                    client.close()
+                    path = "/api/v1/orders" + (f"/{order['id']}" if endpoint == "lookup" else "")
+                    env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}"}
+                    run_wrk(pin, params, server.url + path, script, env, params.warmup)
+                    env["BENCH_PREFIX"] = f"run{run}"
+                    measured = run_wrk(pin, params, server.url + path, script, env, params.duration)
+                finally:
+                    server.stop()
+                results[config][endpoint].append(measured.rps)
+                print(
+                    f"  {endpoint:6} {config:7} rules, run {run + 1}: {measured.rps:8.0f} req/s",
+                    file=sys.stderr,
+                )
+    return results
+
+
+def bench_attempts(pin: Placement, work: Path, orders: int, runs: int) -> dict:
+    """Seconds per webhook attempt, the rules on and off, to a receiver named localhost."""
+    times: dict[str, list[float]] = {"without": [], "with": []}
+    with receiver(pin, 200, work) as hook:
+        named = hook.replace("127.0.0.1", "localhost")
+        accounts = write_accounts(work / "hooked.yaml", webhook_url=named)
+        for run in range(runs):
+            for config, extra in (("without", []), ("with", RULES)):
+                server = Server(sandbox_argv(pin, accounts) + extra, f"attempts-{config}", work)
+                try:
+                    client = Client(server.url)
+                    token = client.json(
+                        "POST", "/api/v1/auth/token/client", {"api_key": "ak_bench"}
+                    )["access_token"]
+                    for _ in range(orders):
+                        client.json("POST", "/api/v1/orders", {"item_id": 1001}, token)
+                    began = time.perf_counter()
+                    client.json("POST", "/_mock/clock/advance", {"seconds": 600})
+                    times[config].append((time.perf_counter() - began) / orders * 1000)
+                    client.close()
+                finally:
+                    server.stop()
+                print(
+                    f"  attempts {config:7} rules, run {run + 1}: "
+                    f"{times[config][-1]:.3f} ms per settled, delivered order",
+                    file=sys.stderr,
+                )
+    return times
+
+
+def render(sizing: dict, load: dict, attempts: dict, args, pin: Placement) -> str:
+    facts = (
+        f"**sizing**: {args.sandboxes} sandboxes, an order quota of {args.quota}, every "
+        "order settled with its webhook delivered (receiver answering 200)"
+    )
+    error = sizing["full"] / sizing["predicted"] - 1
+    lines = side.header("Hosting one server for many merchants", "hosting.py", pin, facts) + [
+        "| measure | value | bar | result |",
+        "|---|---|---|---|",
+        f"| RSS of the idle server (`--webhook-deny-private`, an allow list) | "
+        f"{sizing['idle']:.1f} MiB | | |",
+        f"| an empty created sandbox ({EMPTY_SANDBOXES} created) | "
+        f"{sizing['empty_kib']:.0f} KiB | | |",
+        f"| the first full sandbox, with what the process allocates once ({args.quota} "
+        f"orders: {sizing['idle']:.1f} -> {sizing['first']:.1f} MiB) | "
+        f"{sizing['first'] - sizing['idle']:.1f} MiB | | |",
+        f"| each further full sandbox (sandboxes 2 to {CALIBRATION}) | "
+        f"{sizing['per_sandbox']:.2f} MiB | | |",
+        f"| one order with its delivered webhook, by that | "
+        f"{sizing['per_order_kib']:.2f} KiB | | |",
+        f"| {args.sandboxes} full sandboxes ({sizing['seconds']:.0f} s), against first + "
+        f"(N - 1) x each further = {sizing['predicted']:.1f} MiB | {sizing['full']:.1f} MiB "
+        f"({error:+.1%}; {sizing['received']:,} webhooks received) | within "
+        f"{BAR_PREDICTION:.0%} | {side.verdict(abs(error) <= BAR_PREDICTION)} |",
+    ]
+    for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
+        without = statistics.median(load["without"][endpoint])
+        with_rules = statistics.median(load["with"][endpoint])
+        ratio = with_rules / without
+        lines.append(
+            f"| {title} with the rules against without: {with_rules:,.0f} vs "
+            f"{without:,.0f} req/s | {ratio:.2f}x | >= {BAR_RATIO}x | "
+            f"{side.verdict(ratio >= BAR_RATIO)} |"
+        )
+    extra = statistics.median(attempts["with"]) - statistics.median(attempts["without"])
+    lines.append(
+        f"| a webhook attempt to `localhost`, with the rules against without "
+        f"({args.webhooks} per advance, ms per settled and delivered order: "
+        f"{statistics.median(attempts['with']):.3f} vs "
+        f"{statistics.median(attempts['without']):.3f}) | {extra:+.3f} ms | <= "
+        f"{BAR_ATTEMPT_MS} ms | {side.verdict(extra <= BAR_ATTEMPT_MS)} |"
+    )
+    steps = ", ".join(f"{value:.1f}" for value in sizing["rss"])
+    lines += ["", f"RSS (MiB) idle, then after each full sandbox: {steps}", "", "Every run:", ""]
+    for config in ("without", "with"):
+        for endpoint in ("lookup", "create"):
+            runs = ", ".join(f"{rps:,.0f}" for rps in load[config][endpoint])
+            lines.append(f"- {endpoint}, {config} the rules (req/s): {runs}")
+        runs = ", ".join(f"{ms:.3f}" for ms in attempts[config])
+        lines.append(f"- webhook attempts, {config} the rules (ms per order): {runs}")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = side.arguments(__doc__)
+    parser.add_argument("--quota", type=int, default=20000)
+    parser.add_argument("--sandboxes", type=int, default=10)
+    parser.add_argument("--webhooks", type=int, default=2000)
+    args = parser.parse_args()
+    pin = placement()
+    params = side.wrk_params(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        accounts = write_accounts(work / "accounts.yaml")
+        sizing = bench_sizing(pin, work, args.quota, args.sandboxes)
+        load = bench_rules_load(pin, params, accounts, work)
+        attempts = bench_attempts(pin, work, args.webhooks, args.runs)
+    side.publish(render(sizing, load, attempts, args, pin), "HOSTING.md", args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
