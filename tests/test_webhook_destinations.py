@@ -318,3 +318,47 @@ def test_a_bad_flag_or_variable_exits_2(monkeypatch, capsys, argv, env):
         parse_settings(argv)
     assert exited.value.code == 2
     assert "webhook" in capsys.readouterr().err.lower()
+
+
+async def test_a_saved_state_naming_a_refused_literal_is_refused_whole(make_client):
+    """docs/hosting.md: `PUT /_mock/state` is a place a URL is set too."""
+    source = await make_client()
+    document = await (await source.get("/_mock/state")).json()
+    document["accounts"][0]["webhook_url"] = LINK_LOCAL_URL
+    client = await make_client()
+    before = await (await client.get("/_mock/state")).json()
+    refused = await client.put("/_mock/state", json=document)
+    assert refused.status == 400
+    assert "link-local" in (await refused.json())["detail"]
+    assert await (await client.get("/_mock/state")).json() == before
+
+
+async def test_a_state_file_comes_back_under_stricter_rules(make_client, tmp_path, listener):
+    """A sandbox accepted by an earlier run is restored whole; the stricter rules then
+    hold where each attempt connects."""
+    from dataclasses import replace
+
+    from mock_server.app import create_app
+
+    path = str(tmp_path / "state.db")
+    url = f"http://127.0.0.1:{listener.port}/hooks"
+    account = {"email": "s@example.com", "api_key": "ak_s", "balance": 100, "webhook_url": url}
+    first = await make_client(create_app(replace(BASE_SETTINGS, state=path)))
+    created = await first.post("/_mock/sandboxes", json={"accounts": {"accounts": [account]}})
+    assert created.status == 201
+    sandbox_id = (await created.json())["id"]
+    await first.session.close()
+    await first.serving.stop()
+    strict = replace(BASE_SETTINGS, state=path, webhook_deny_private=True)
+    again = await make_client(create_app(strict))
+    base = f"/_mock/sandboxes/{sandbox_id}"
+    token = await (
+        await again.post(base + "/api/v1/auth/token/client", json={"api_key": "ak_s"})
+    ).json()
+    auth = {"Authorization": f"Bearer {token['access_token']}"}
+    made = await again.post(base + "/api/v1/orders", json={"item_id": 1001}, headers=auth)
+    assert made.status == 201, await made.text()
+    assert (await again.post(base + "/_mock/clock/advance", json={"seconds": 3})).status == 200
+    (delivery,) = (await (await again.get(base + "/_mock/webhooks")).json())["deliveries"]
+    assert delivery["attempts"][0]["error"].startswith(REFUSED)
+    assert listener.connections == 0

@@ -118,10 +118,11 @@ def load_accounts(
 
 
 def parse_accounts(
-    data: Any, source: str, rules: DestinationRules = DEFAULT_RULES
+    data: Any, source: str, rules: DestinationRules | None = DEFAULT_RULES
 ) -> tuple[AccountSpec, ...]:
     """Check an accounts document and return its specs, or raise `ConfigError`; a
-    `webhook_url` whose host is an address `rules` refuse is refused here."""
+    `webhook_url` whose host is an address `rules` refuse is refused here (None: a
+    document accepted before, not checked again)."""
     if not isinstance(data, dict) or not isinstance(data.get("accounts"), list):
         raise ConfigError([f"{where(source, data)}: expected a mapping with an 'accounts' list"])
     problems: list[str] = []
@@ -155,7 +156,7 @@ class _AccountProblem(Exception):
         self.key = key
 
 
-def _parse_account(record: Any, rules: DestinationRules) -> AccountSpec:
+def _parse_account(record: Any, rules: DestinationRules | None) -> AccountSpec:
     if not isinstance(record, dict):
         raise _AccountProblem("an account is a mapping")
     unknown = sorted(set(record) - _KNOWN_KEYS)
@@ -186,7 +187,7 @@ def _parse_account(record: Any, rules: DestinationRules) -> AccountSpec:
         isinstance(webhook_url, str) and webhook_url.startswith(("http://", "https://"))
     ):
         raise _AccountProblem("'webhook_url' must be an http(s) URL", "webhook_url")
-    refused = rules.literal_refusal(webhook_url) if webhook_url else None
+    refused = rules.literal_refusal(webhook_url) if rules and webhook_url else None
     if refused:
         raise _AccountProblem(f"'webhook_url' is refused: {refused}", "webhook_url")
     secret = record.get("webhook_secret", "whsec_test_default")

@@ -382,6 +382,13 @@ class Sandbox:
         """Replace the whole state with a saved one; a refused document changes nothing
         (one that holds more than a quota allows included)."""
         restored = state_document.restore(self, document)
+        rules = self.startup.webhook_rules
+        for account in restored.state.accounts.values():
+            refused = rules.literal_refusal(account.webhook_url) if account.webhook_url else None
+            if refused:
+                raise validation_error(
+                    f"state: account {account.id}: 'webhook_url' is refused: {refused}"
+                )
         quotas = self.quotas
         quotas.check("orders", len(restored.state.orders))
         quotas.check("accounts", len(restored.state.accounts))

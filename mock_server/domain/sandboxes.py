@@ -156,7 +156,7 @@ class Sandboxes:
     ) -> Entry:
         """A sandbox of an earlier run made again as it was created (a state file then
         brings its state back)."""
-        startup = parse_sandbox_options(body, self.default.sandbox.startup).startup
+        startup = parse_sandbox_options(body, self.default.sandbox.startup, restoring=True).startup
         entry = self._add(
             sandbox_id, startup, body, keys, control_token, created_at, last_used_at, ttl
         )
