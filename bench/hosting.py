@@ -18,14 +18,20 @@ server on CPU 0, wrk and the webhook receiver on CPU 1):
   `--webhook-deny-private --webhook-allow 127.0.0.0/8` against neither, fresh servers
   alternating, medians -- bar: >= 0.95x; and one webhook attempt, `--webhooks` orders
   settling at once and delivered to a receiver named `localhost`, with the rules against
-  without -- bar: <= 0.2 ms more per attempt.
+  without -- bar: <= 0.2 ms more per attempt;
+* a noisy neighbour: with `--sandbox-rate`, sandbox B's lookups at a steady pace within
+  its rate (bench/paced.py), alone and while wrk floods sandbox A's creation past its
+  rate and its order quota -- bars: B keeps >= 0.9x its rate and <= 1.5x its p99.
 
 Writes the table to bench/HOSTING.md unless --no-write.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,10 +40,12 @@ from pathlib import Path
 import side
 
 from bench import (
+    BENCH,
     Client,
     Placement,
     Server,
     WrkParams,
+    parse_wrk,
     placement,
     receiver,
     run_wrk,
@@ -51,6 +59,11 @@ BAR_RATIO = 0.95
 BAR_ATTEMPT_MS = 0.2
 EMPTY_SANDBOXES = 200
 WARM_UP_ORDERS = 200
+#: Sandbox B's lookups per second while A is flooded (within B's rate), and the rate.
+PACE = 200
+RATE = 500.0
+BAR_NEIGHBOUR_RATE = 0.9
+BAR_NEIGHBOUR_P99 = 1.5
 #: The sandboxes (after the first) whose growth predicts the rest.
 CALIBRATION = 3
 
@@ -191,7 +204,73 @@ def bench_attempts(pin: Placement, work: Path, orders: int, runs: int) -> dict:
     return times
 
 
-def render(sizing: dict, load: dict, attempts: dict, args, pin: Placement) -> str:
+def _sandbox(client: Client, api_key: str) -> tuple[str, str, str]:
+    """A created sandbox with one rich account: (base path, bearer token, an order id)."""
+    account = {"email": f"{api_key}@example.com", "api_key": api_key, "balance": 10**12}
+    sandbox = client.json("POST", "/_mock/sandboxes", {"accounts": {"accounts": [account]}})
+    base = "/" + sandbox["base_url"].split("//", 1)[1].split("/", 1)[1]
+    token = client.json("POST", f"{base}/api/v1/auth/token/client", {"api_key": api_key})
+    bearer = token["access_token"]
+    order = client.json("POST", f"{base}/api/v1/orders", {"item_id": 1001}, bearer)
+    return base, bearer, order["id"]
+
+
+def bench_neighbour(pin: Placement, params: WrkParams, work: Path, rate: float) -> dict:
+    """Sandbox B's lookups at a steady `PACE` per second (within its rate), alone and
+    while a second wrk floods sandbox A's creation past its rate and its quota; fresh
+    servers, alternating, medians."""
+    results: dict[str, list] = {"quiet": [], "flooded": [], "flood": []}
+    argv_extra = ["--sandbox-rate", str(rate), "--sandbox-max-orders", "1000"]
+    for run in range(params.runs):
+        for config in ("quiet", "flooded"):
+            server = Server(sandbox_argv(pin, None) + argv_extra, f"neighbour-{config}", work)
+            flood = None
+            try:
+                client = Client(server.url)
+                a_base, a_token, _ = _sandbox(client, "ak_a")
+                b_base, b_token, b_order = _sandbox(client, "ak_b")
+                client.close()
+                if config == "flooded":
+                    seconds = params.warmup + params.duration + 2
+                    flood = subprocess.Popen(
+                        pin.load
+                        + ["wrk", "-t1", f"-c{params.connections}", f"-d{round(seconds)}s"]
+                        + ["--latency", "-s", str(BENCH / "create.lua")]
+                        + [server.url + f"{a_base}/api/v1/orders"],
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                        env=os.environ | {"BENCH_TOKEN": a_token, "BENCH_PREFIX": f"a{run}"},
+                    )
+                    time.sleep(params.warmup)
+                paced = subprocess.run(
+                    pin.load
+                    + [sys.executable, str(BENCH / "paced.py")]
+                    + [server.url + f"{b_base}/api/v1/orders/{b_order}", "--token", b_token]
+                    + ["--rate", str(PACE), "--seconds", str(params.duration)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    timeout=params.duration + 60,
+                )
+                measured = json.loads(paced.stdout)
+                if flood is not None:
+                    out, _ = flood.communicate(timeout=60)
+                    results["flood"].append(parse_wrk(out))
+            finally:
+                if flood is not None and flood.poll() is None:
+                    flood.kill()
+                server.stop()
+            results[config].append(measured)
+            print(
+                f"  neighbour {config:7} run {run + 1}: {measured['rate']:6.1f} req/s, "
+                f"p99 {measured['p99_ms']:.2f} ms, not 200: {measured['not_200']}",
+                file=sys.stderr,
+            )
+    return results
+
+
+def render(sizing: dict, load: dict, attempts: dict, neighbour: dict, args, pin: Placement) -> str:
     facts = (
         f"**sizing**: {args.sandboxes} sandboxes, an order quota of {args.quota}, every "
         "order settled with its webhook delivered (receiver answering 200)"
@@ -233,6 +312,21 @@ def render(sizing: dict, load: dict, attempts: dict, args, pin: Placement) -> st
         f"{statistics.median(attempts['without']):.3f}) | {extra:+.3f} ms | <= "
         f"{BAR_ATTEMPT_MS} ms | {side.verdict(extra <= BAR_ATTEMPT_MS)} |"
     )
+    quiet_rate = statistics.median(m["rate"] for m in neighbour["quiet"])
+    flooded_rate = statistics.median(m["rate"] for m in neighbour["flooded"])
+    quiet_p99 = statistics.median(m["p99_ms"] for m in neighbour["quiet"])
+    flooded_p99 = statistics.median(m["p99_ms"] for m in neighbour["flooded"])
+    flood_rps = statistics.median(run.rps for run in neighbour["flood"])
+    rate_ratio, p99_ratio = flooded_rate / quiet_rate, flooded_p99 / quiet_p99
+    lines += [
+        f"| sandbox B's lookups at {PACE}/s while sandbox A's creation is flooded past its "
+        f"rate ({RATE:g}/s) and quota by wrk ({flood_rps:,.0f} answers/s to A): rate "
+        f"{flooded_rate:.1f} vs {quiet_rate:.1f} alone | {rate_ratio:.2f}x | >= "
+        f"{BAR_NEIGHBOUR_RATE}x | {side.verdict(rate_ratio >= BAR_NEIGHBOUR_RATE)} |",
+        f"| the same, B's p99: {flooded_p99:.2f} vs {quiet_p99:.2f} ms alone | "
+        f"{p99_ratio:.2f}x | <= {BAR_NEIGHBOUR_P99}x | "
+        f"{side.verdict(p99_ratio <= BAR_NEIGHBOUR_P99)} |",
+    ]
     steps = ", ".join(f"{value:.1f}" for value in sizing["rss"])
     lines += ["", f"RSS (MiB) idle, then after each full sandbox: {steps}", "", "Every run:", ""]
     for config in ("without", "with"):
@@ -258,7 +352,8 @@ def main() -> int:
         sizing = bench_sizing(pin, work, args.quota, args.sandboxes)
         load = bench_rules_load(pin, params, accounts, work)
         attempts = bench_attempts(pin, work, args.webhooks, args.runs)
-    side.publish(render(sizing, load, attempts, args, pin), "HOSTING.md", args)
+        neighbour = bench_neighbour(pin, params, work, RATE)
+    side.publish(render(sizing, load, attempts, neighbour, args, pin), "HOSTING.md", args)
     return 0
 
 
