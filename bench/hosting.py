@@ -48,7 +48,6 @@ from bench import (
     parse_wrk,
     placement,
     receiver,
-    run_wrk,
     sandbox_argv,
     write_accounts,
 )
@@ -143,35 +142,26 @@ def bench_sizing(pin: Placement, work: Path, quota: int, sandboxes: int) -> dict
     }
 
 
+def _default_token(client: Client) -> str:
+    """A token of the bench account of the server's default sandbox."""
+    answer = client.json("POST", "/api/v1/auth/token/client", {"api_key": "ak_bench"})
+    return answer["access_token"]
+
+
 def bench_rules_load(pin: Placement, params: WrkParams, accounts: Path, work: Path) -> dict:
-    results: dict[str, dict[str, list[float]]] = {
-        "without": {"lookup": [], "create": []},
-        "with": {"lookup": [], "create": []},
-    }
-    for run in range(params.runs):
-        for config, extra in (("without", []), ("with", RULES)):
-            for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
-                server = Server(sandbox_argv(pin, accounts) + extra, f"rules-{config}", work)
-                try:
-                    client = Client(server.url)
-                    token = client.json(
-                        "POST", "/api/v1/auth/token/client", {"api_key": "ak_bench"}
-                    )["access_token"]
-                    order = client.json("POST", "/api/v1/orders", {"item_id": 1001}, token)
-                    client.close()
-                    path = "/api/v1/orders" + (f"/{order['id']}" if endpoint == "lookup" else "")
-                    env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}"}
-                    run_wrk(pin, params, server.url + path, script, env, params.warmup)
-                    env["BENCH_PREFIX"] = f"run{run}"
-                    measured = run_wrk(pin, params, server.url + path, script, env, params.duration)
-                finally:
-                    server.stop()
-                results[config][endpoint].append(measured.rps)
-                print(
-                    f"  {endpoint:6} {config:7} rules, run {run + 1}: {measured.rps:8.0f} req/s",
-                    file=sys.stderr,
-                )
-    return results
+    def target(client: Client, config: str) -> side.Target:
+        token = _default_token(client)
+        order = client.json("POST", "/api/v1/orders", {"item_id": 1001}, token)
+        return "/api/v1/orders", token, order["id"]
+
+    extra = {"without": [], "with": RULES}
+    return side.alternate(
+        pin,
+        params,
+        ("without", "with"),
+        lambda config: Server(sandbox_argv(pin, accounts) + extra[config], f"rules-{config}", work),
+        target,
+    )
 
 
 def bench_attempts(pin: Placement, work: Path, orders: int, runs: int) -> dict:
@@ -185,9 +175,7 @@ def bench_attempts(pin: Placement, work: Path, orders: int, runs: int) -> dict:
                 server = Server(sandbox_argv(pin, accounts) + extra, f"attempts-{config}", work)
                 try:
                     client = Client(server.url)
-                    token = client.json(
-                        "POST", "/api/v1/auth/token/client", {"api_key": "ak_bench"}
-                    )["access_token"]
+                    token = _default_token(client)
                     for _ in range(orders):
                         client.json("POST", "/api/v1/orders", {"item_id": 1001}, token)
                     began = time.perf_counter()

@@ -34,7 +34,6 @@ from bench import (
     Server,
     WrkParams,
     placement,
-    run_wrk,
     sandbox_argv,
     write_accounts,
 )
@@ -112,35 +111,18 @@ def bench_creation(pin: Placement, accounts: Path, work: Path, others: int) -> d
 
 
 def bench_load(pin: Placement, params: WrkParams, accounts: Path, work: Path, others: int):
-    results: dict[str, dict[str, list[float]]] = {
-        "none": {"lookup": [], "create": []},
-        "others": {"lookup": [], "create": []},
-    }
-    for run in range(params.runs):
-        for config, count in (("none", 0), ("others", others)):
-            for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
-                server = start(pin, accounts, work, f"sandbox-{config}")
-                try:
-                    client = Client(server.url)
-                    populate(client, count)
-                    base, token, order_id = target_sandbox(client)
-                    client.close()
-                    path = f"{base}/api/v1/orders" + (
-                        f"/{order_id}" if endpoint == "lookup" else ""
-                    )
-                    env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}"}
-                    run_wrk(pin, params, server.url + path, script, env, params.warmup)
-                    env["BENCH_PREFIX"] = f"run{run}"
-                    measured = run_wrk(pin, params, server.url + path, script, env, params.duration)
-                finally:
-                    server.stop()
-                results[config][endpoint].append(measured.rps)
-                print(
-                    f"  {endpoint:6} with {count:5} other sandboxes, run {run + 1}: "
-                    f"{measured.rps:8.0f} req/s",
-                    file=sys.stderr,
-                )
-    return results
+    def target(client: Client, config: str) -> side.Target:
+        populate(client, others if config == "others" else 0)
+        base, token, order_id = target_sandbox(client)
+        return f"{base}/api/v1/orders", token, order_id
+
+    return side.alternate(
+        pin,
+        params,
+        ("none", "others"),
+        lambda config: start(pin, accounts, work, f"sandbox-{config}"),
+        target,
+    )
 
 
 def render(creation: dict, load: dict, others: int, pin: Placement) -> str:

@@ -4,9 +4,14 @@ the table's header, a verdict, and where the table goes."""
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from bench import BENCH, Placement, WrkParams
+from bench import BENCH, Client, Placement, Server, WrkParams, run_wrk
+
+#: (the path a load goes to, without the order id; its bearer token; an order id).
+Target = tuple[str, str, str]
 
 
 def arguments(doc: str) -> argparse.ArgumentParser:
@@ -24,6 +29,41 @@ def arguments(doc: str) -> argparse.ArgumentParser:
 
 def wrk_params(args: argparse.Namespace) -> WrkParams:
     return WrkParams(1, args.connections, args.duration, args.warmup, args.runs)
+
+
+def alternate(
+    pin: Placement,
+    params: WrkParams,
+    configs: tuple[str, ...],
+    start: Callable[[str], Server],
+    target: Callable[[Client, str], Target],
+) -> dict[str, dict[str, list[float]]]:
+    """Order lookup and creation with wrk on a fresh server per run, configuration and
+    endpoint, the configurations alternating: requests/s by configuration and endpoint.
+    `start(config)` starts the server; `target(client, config)` sets it up and names
+    where the load goes (`/api/v1/orders` under a base path, a token, an order id)."""
+    results = {config: {"lookup": [], "create": []} for config in configs}
+    for run in range(params.runs):
+        for config in configs:
+            for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
+                server = start(config)
+                try:
+                    client = Client(server.url)
+                    orders, token, order_id = target(client, config)
+                    client.close()
+                    url = server.url + orders + (f"/{order_id}" if endpoint == "lookup" else "")
+                    env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}"}
+                    run_wrk(pin, params, url, script, env, params.warmup)
+                    env["BENCH_PREFIX"] = f"run{run}"
+                    measured = run_wrk(pin, params, url, script, env, params.duration)
+                finally:
+                    server.stop()
+                results[config][endpoint].append(measured.rps)
+                print(
+                    f"  {endpoint:6} {config:8} run {run + 1}: {measured.rps:8.0f} req/s",
+                    file=sys.stderr,
+                )
+    return results
 
 
 def header(title: str, script: str, pin: Placement, *facts: str) -> list[str]:

@@ -19,8 +19,7 @@ from ..edge.context import CURRENT, PARAMS, READS
 from ..edge.paths import CONTROL_PREFIX, split_base
 from ..edge.refusals import failure
 from ..errors import not_authenticated
-from . import sandboxes as server_wide
-from .sandboxes import ENTRY_PARAM
+from .sandboxes import ENTRY_PARAM, served_at
 
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
     from ..state_file import StateFile
@@ -60,7 +59,7 @@ class ControlCalls:
                 self._check_token(request, own)
             if match.http_exception is not None:
                 raise match.http_exception
-            if not server_wide.served_at(sandbox_id, path):
+            if not served_at(sandbox_id, path):
                 raise web.HTTPNotFound()
             sandboxes = self.sandboxes
             entry = sandboxes.find(sandbox_id) if sandbox_id is not None else sandboxes.default
