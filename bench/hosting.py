@@ -283,15 +283,8 @@ def render(sizing: dict, load: dict, attempts: dict, neighbour: dict, args, pin:
         f"({error:+.1%}; {sizing['received']:,} webhooks received) | within "
         f"{BAR_PREDICTION:.0%} | {side.verdict(abs(error) <= BAR_PREDICTION)} |",
     ]
-    for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
-        without = statistics.median(load["without"][endpoint])
-        with_rules = statistics.median(load["with"][endpoint])
-        ratio = with_rules / without
-        lines.append(
-            f"| {title} with the rules against without: {with_rules:,.0f} vs "
-            f"{without:,.0f} req/s | {ratio:.2f}x | >= {BAR_RATIO}x | "
-            f"{side.verdict(ratio >= BAR_RATIO)} |"
-        )
+    what = "{title} with the rules against without"
+    lines += side.ratio_rows(load, "without", "with", what, BAR_RATIO)
     extra = statistics.median(attempts["with"]) - statistics.median(attempts["without"])
     lines.append(
         f"| a webhook attempt to `localhost`, with the rules against without "

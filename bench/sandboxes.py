@@ -137,15 +137,8 @@ def render(creation: dict, load: dict, others: int, pin: Placement) -> str:
         f"{creation['rss_after']:.0f} MiB) | {creation['empty_kb']:.0f} KB | "
         f"<= {BAR_EMPTY_KB:g} KB | {side.verdict(creation['empty_kb'] <= BAR_EMPTY_KB)} |",
     ]
-    for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
-        alone = statistics.median(load["none"][endpoint])
-        crowded = statistics.median(load["others"][endpoint])
-        ratio = crowded / alone
-        lines.append(
-            f"| {title} in one sandbox (base URL), {others} others vs none: "
-            f"{crowded:,.0f} vs {alone:,.0f} req/s | {ratio:.2f}x | >= {BAR_RATIO}x | "
-            f"{side.verdict(ratio >= BAR_RATIO)} |"
-        )
+    what = "{title} in one sandbox (base URL), " + f"{others} others vs none"
+    lines += side.ratio_rows(load, "none", "others", what, BAR_RATIO)
     lines += ["", "Every run (req/s):", ""]
     for config in ("none", "others"):
         for endpoint in ("lookup", "create"):

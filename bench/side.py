@@ -4,6 +4,7 @@ the table's header, a verdict, and where the table goes."""
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -64,6 +65,24 @@ def alternate(
                     file=sys.stderr,
                 )
     return results
+
+
+def ratio_rows(
+    load: dict[str, dict[str, list[float]]], base: str, other: str, what: str, bar: float
+) -> list[str]:
+    """A table row per endpoint of `alternate`'s results: `other`'s median requests/s
+    against `base`'s, held to `bar`; `what` says what is compared ("{title}" is the
+    endpoint's name)."""
+    rows = []
+    for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
+        ours = statistics.median(load[other][endpoint])
+        theirs = statistics.median(load[base][endpoint])
+        ratio = ours / theirs
+        rows.append(
+            f"| {what.format(title=title)}: {ours:,.0f} vs {theirs:,.0f} req/s | "
+            f"{ratio:.2f}x | >= {bar}x | {verdict(ratio >= bar)} |"
+        )
+    return rows
 
 
 def header(title: str, script: str, pin: Placement, *facts: str) -> list[str]:
