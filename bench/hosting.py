@@ -68,10 +68,7 @@ CALIBRATION = 3
 
 
 def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+    return side.rss_kib(pid) / 1024
 
 
 def fill_sandbox(client: Client, hook: str, index: int, quota: int, orders: int = 0) -> None:

@@ -44,13 +44,6 @@ BAR_RATIO = 0.95
 ORDERS_PER_OTHER = 3
 
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
 def start(pin: Placement, accounts: Path, work: Path, name: str) -> Server:
     return Server(sandbox_argv(pin, accounts) + ["--max-sandboxes", "100000"], name, work)
 
@@ -94,10 +87,10 @@ def bench_creation(pin: Placement, accounts: Path, work: Path, others: int) -> d
             began = time.perf_counter()
             client.json("POST", "/_mock/sandboxes", {})
             times.append((time.perf_counter() - began) * 1000)
-        before = rss_kib(server.proc.pid)
+        before = side.rss_kib(server.proc.pid)
         for _ in range(others):
             client.json("POST", "/_mock/sandboxes", {})
-        after = rss_kib(server.proc.pid)
+        after = side.rss_kib(server.proc.pid)
         client.close()
     finally:
         server.stop()

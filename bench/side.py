@@ -8,6 +8,7 @@ import statistics
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from bench import BENCH, Client, Placement, Server, WrkParams, run_wrk
 
@@ -30,6 +31,14 @@ def arguments(doc: str) -> argparse.ArgumentParser:
 
 def wrk_params(args: argparse.Namespace) -> WrkParams:
     return WrkParams(1, args.connections, args.duration, args.warmup, args.runs)
+
+
+def rss_kib(pid: int) -> int:
+    """A process's resident memory (VmRSS), KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
 
 
 def alternate(
