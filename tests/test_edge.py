@@ -99,6 +99,20 @@ def request_head(client: Any, method: str, path: str, headers: dict[str, str], v
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
+def order_head(
+    client: Any, merchant: Any, expectation: str, *, version: str = "1.1", **extra: str
+) -> bytes:
+    """The head of an order creation announcing ORDER_BODY, with `Expect: expectation`."""
+    headers = {
+        **merchant.auth,
+        **extra,
+        "Content-Type": "application/json",
+        "Content-Length": str(len(ORDER_BODY)),
+        "Expect": expectation,
+    }
+    return request_head(client, "POST", "/api/v1/orders", headers, version=version)
+
+
 async def read_answer(reader: asyncio.StreamReader) -> tuple[str, dict[str, str], bytes]:
     """One answer off a raw connection: its status line, headers (lower-cased names)
     and its body (by Content-Length)."""
@@ -131,19 +145,7 @@ async def test_100_continue_is_sent_before_the_body_is(client, expectation):
     merchant = await login(client)
     reader, writer = await open_raw(client)
     try:
-        writer.write(
-            request_head(
-                client,
-                "POST",
-                "/api/v1/orders",
-                {
-                    **merchant.auth,
-                    "Content-Type": "application/json",
-                    "Content-Length": str(len(ORDER_BODY)),
-                    "Expect": expectation,
-                },
-            )
-        )
+        writer.write(order_head(client, merchant, expectation))
         await writer.drain()
         interim = await asyncio.wait_for(reader.readexactly(25), TIMEOUT)
         assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -166,19 +168,7 @@ async def test_100_continue_on_http_1_0_is_ignored(client):
     merchant = await login(client)
     reader, writer = await open_raw(client)
     try:
-        head = request_head(
-            client,
-            "POST",
-            "/api/v1/orders",
-            {
-                **merchant.auth,
-                "Content-Type": "application/json",
-                "Content-Length": str(len(ORDER_BODY)),
-                "Expect": "100-continue",
-            },
-            version="1.0",
-        )
-        writer.write(head + ORDER_BODY)
+        writer.write(order_head(client, merchant, "100-continue", version="1.0") + ORDER_BODY)
         await writer.drain()
         status_line, _, body = await read_answer(reader)
     finally:
@@ -199,20 +189,7 @@ async def test_an_unknown_expectation_is_a_417_before_the_body_and_changes_nothi
     before = await journal(client)
     reader, writer = await open_raw(client)
     try:
-        writer.write(
-            request_head(
-                client,
-                "POST",
-                "/api/v1/orders",
-                {
-                    **merchant.auth,
-                    "Origin": ORIGIN,
-                    "Content-Type": "application/json",
-                    "Content-Length": str(len(ORDER_BODY)),
-                    "Expect": "something-else",
-                },
-            )
-        )
+        writer.write(order_head(client, merchant, "something-else", Origin=ORIGIN))
         await writer.drain()
         status_line, headers, body = await read_answer(reader)  # the body never sent
     finally:
