@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import login
 
-from mock_server.merchant.rate_guard import RateGuard
+from mock_server.merchant.rate_guard import HOLD_SECONDS, RateGuard
 
 
 class Owner:
@@ -50,6 +50,31 @@ def test_retry_after_is_the_whole_seconds_until_a_call_is_taken():
     assert guard.retry_after(sandbox) == 10
     tick.now += 7.5
     assert guard.retry_after(sandbox) == 3
+
+
+def test_held_calls_are_let_go_one_at_a_time_at_the_rate():
+    tick = Tick()
+    guard = RateGuard(100.0, monotonic=tick)
+    flooding, other = Owner(), Owner()
+    while guard.retry_after(flooding) == 0:  # the burst, spent
+        pass
+    # Refused together, let go a call's worth of time (10 ms) apart, not together.
+    assert [round(guard.hold(flooding), 6) for _ in range(3)] == [0.01, 0.02, 0.03]
+    guard.retry_after(other)
+    assert guard.retry_after(other) == 0 and round(guard.hold(other), 6) == 0.01
+    tick.now += 0.025  # the first two were let go; the turns go on from the third
+    assert round(guard.hold(flooding), 6) == 0.015
+    tick.now += 10  # a quiet spell: the next turn is from now
+    assert round(guard.hold(flooding), 6) == 0.01
+
+
+def test_no_call_is_held_longer_than_the_hold():
+    tick = Tick()
+    guard = RateGuard(0.5, monotonic=tick)  # a call every 2 s
+    sandbox = Owner()
+    guard.retry_after(sandbox)
+    assert guard.retry_after(sandbox) == 2
+    assert [guard.hold(sandbox) for _ in range(3)] == [HOLD_SECONDS] * 3
 
 
 async def _created(client: Any) -> dict[str, Any]:

@@ -25,8 +25,6 @@ from .sandbox_choice import TOKEN_PATH_END, merchant_sandbox
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
     from ..state_file import StateFile
 
-#: How long a call over its sandbox's rate is held before its 429 (docs/hosting.md).
-HOLD_SECONDS = 1.0
 _MERCHANT_PREFIXES = tuple(prefix + "/" for prefix in MERCHANT_PREFIXES)
 
 
@@ -69,11 +67,8 @@ class MerchantCalls:
         wait = guard.retry_after(sandbox) if guard is not None else 0
         fault = sandbox.faults.take(method, path) if sandbox.faults and not wait else None
         refused: ApiError | TokenError | None = None
-        if wait:
-            # Held before it is answered: a client that calls again as soon as it is
-            # answered (most load generators) is slowed to a call per held second on
-            # each connection, so its refusals stop taking the core from other sandboxes.
-            await asyncio.sleep(min(wait, HOLD_SECONDS))
+        if wait and guard is not None:
+            await asyncio.sleep(guard.hold(sandbox))
             response = _rate_limited(path, wait)
         elif fault is None:
             try:
