@@ -145,6 +145,8 @@ def create_app(
         ttl=settings.sandbox_ttl,
         limit=settings.max_sandboxes,
         quotas=created_quotas(settings),
+        node_id=settings.node_id,
+        public_url=settings.public_url.rstrip("/") if settings.public_url else None,
         wall=wall,
     )
     state_file = None

@@ -18,6 +18,7 @@ import os
 import signal
 import ssl
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from . import loops, tls
 from .clock import ClockError, parse_iso
 from .config import SERVE_OPTIONS, Option, Settings, load_startup
 from .domain.destinations import DestinationError, DestinationRules
+from .domain.sandbox_ids import NODE_ID
 from .domain.sandbox_options import MAX_TTL
 from .domain.startup import StartupState
 from .errors import StateFileError
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from .app import App
     from .serving import Serving
 
-COMMANDS = ("serve", "validate", "catalog", "conformance")
+COMMANDS = ("serve", "validate", "catalog", "conformance", "cluster")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 _OPTIONS_BY_NAME = {option.name: option for option in SERVE_OPTIONS}
 
@@ -51,7 +53,8 @@ def serve_parser() -> argparse.ArgumentParser:
         prog="mock-server",
         description="A high-fidelity sandbox of the digital-goods ordering service.\n"
         "Sub-commands: serve (default), validate PATH..., catalog generate,\n"
-        "conformance --base-url URL --api-key KEY.",
+        "conformance --base-url URL --api-key KEY,\n"
+        "cluster nginx-config --listen HOST:PORT --node ID=HOST:PORT...",
         # Each help line as written, unwrapped: a wrapped one could break a path or a
         # flag at its hyphen (`./mock-server-ca.pem`), and lines are short anyway.
         formatter_class=argparse.RawTextHelpFormatter,
@@ -189,6 +192,24 @@ def _check_ranges(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         math.isfinite(args.sandbox_rate) and args.sandbox_rate > 0
     ):
         parser.error("--sandbox-rate must be a number of calls per second > 0")
+    if args.node_id is not None and not NODE_ID.fullmatch(args.node_id):
+        parser.error("--node-id must be 1 to 40 lower-case letters, digits and '-'")
+    if args.public_url is not None and not _is_server_url(args.public_url):
+        parser.error("--public-url must be an http:// or https:// URL with a host")
+
+
+def _is_server_url(text: str) -> bool:
+    """An http(s) URL naming a host, with no query or fragment (base URLs extend it)."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and not (parts.query or parts.fragment or "?" in text or "#" in text)
+    )
 
 
 def _check_tls(
@@ -237,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .conformance import main as conformance_main
 
         return conformance_main(argv)
+    if command == "cluster":
+        from .cluster import main as cluster_main
+
+        return cluster_main(argv)
     settings, loop = parse_serve(argv)
     try:
         try:
@@ -285,7 +310,7 @@ async def serve(settings: Settings, startup: StartupState) -> None:
     if settings.url_file:
         await _write_url_file(serving, settings.url_file, f"{scheme}://{local_host(host)}:{port}")
     print(f"listening on {url}", flush=True)
-    print(banner(app, url), flush=True)
+    print(banner(app, (settings.public_url or url).rstrip("/")), flush=True)
     _settle_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -382,6 +407,7 @@ def banner(app: App, url: str) -> str:
             f"  scenarios    {len(sandbox.scenarios)} ({', '.join(sandbox.scenarios)})",
             f"  clock        {clock.mode}{scale}, seed {sandbox.seed}",
             f"  loop         {loops.running_loop_name()}",
+            *([f"  node         {settings.node_id}"] if settings.node_id else []),
             *([f"  ca           {ca_path}"] if ca_path else []),
             *([WEBHOOK_INSECURE_WARNING] if settings.webhook_insecure else []),
             f"  dashboard    {url}/_mock/ui/",

@@ -75,6 +75,10 @@ class Settings:
     #: `--url-file PATH`: once listening, the server writes the URL a local client
     #: calls there (the container's health check reads it: docs/docker.md).
     url_file: str | None = None
+    # A cluster (docs/cluster.md): `--node-id` tags created sandboxes' ids with this
+    # node; `--public-url` is the address clients use (the router's), for base URLs.
+    node_id: str | None = None
+    public_url: str | None = None
 
     @property
     def https(self) -> bool:
@@ -262,6 +266,17 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "url_file",
         "once listening, write the URL served (for a local client) here",
         metavar="PATH",
+    ),
+    Option(
+        "node_id",
+        "in a cluster: created sandboxes' ids are sbx-ID-..., so a router finds this node",
+        metavar="ID",
+    ),
+    Option(
+        "public_url",
+        "the address clients use (a router's): base URLs and the banner name it",
+        metavar="URL",
+        default_text="the address a request came to",
     ),
 )
 

@@ -38,20 +38,23 @@ class SandboxesApi:
         if not isinstance(body, dict):
             raise validation_error("The request body must be a JSON object (or empty)")
         entry = self._sandboxes.create(body)
-        return json_response(created_view(entry, server_url(request)), status=201)
+        return json_response(created_view(entry, self._url(request)), status=201)
 
     async def list(self, request: web.BaseRequest) -> web.Response:
-        url = server_url(request)
+        url = self._url(request)
         entries = self._sandboxes.entries()
         return json_response({"sandboxes": [entry.view(url) for entry in entries]})
 
     async def read(self, request: web.BaseRequest) -> web.Response:
         entry = self._sandboxes.find(params_of(request)[ENTRY_PARAM])
-        return json_response(entry.view(server_url(request)))
+        return json_response(entry.view(self._url(request)))
 
     async def delete(self, request: web.BaseRequest) -> web.Response:
         self._sandboxes.delete(params_of(request)[ENTRY_PARAM])
         return web.Response(status=204)
+
+    def _url(self, request: web.BaseRequest) -> str:
+        return server_url(request, self._sandboxes.public_url)
 
 
 def created_view(entry: Entry, url: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from ..clock import iso
 from ..errors import ApiError, TokenError, not_found
 from .quotas import NO_QUOTAS, Quotas
 from .sandbox import Sandbox
-from .sandbox_ids import DEFAULT_ID, ID_PREFIX
+from .sandbox_ids import DEFAULT_ID, ID_PREFIX, RANDOM_DIGITS, created_id
 from .sandbox_options import parse_sandbox_options, with_own_keys
 from .startup import StartupState
 
@@ -82,6 +82,8 @@ class Sandboxes:
         ttl: float,
         limit: int,
         quotas: Quotas = NO_QUOTAS,
+        node_id: str | None = None,
+        public_url: str | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
         now = wall()
@@ -91,6 +93,11 @@ class Sandboxes:
         self._limit = limit
         #: What each created sandbox may hold (`domain/quotas.py`).
         self.quotas = quotas
+        #: This node's id in a cluster (`--node-id`): created ids name it.
+        self._node_id = node_id
+        #: The address clients use (`--public-url`), when set: base URLs are built on it
+        #: instead of the address a request came to.
+        self.public_url = public_url
         self._wall = wall
         self._live: dict[str, Entry] = {}
         self._gone: OrderedDict[str, str] = OrderedDict()
@@ -276,7 +283,7 @@ class Sandboxes:
 
     def _new_id(self) -> str:
         while True:
-            sandbox_id = ID_PREFIX + self._hex(12)
+            sandbox_id = created_id(self._node_id, self._hex(RANDOM_DIGITS))
             if sandbox_id not in self._live and sandbox_id not in self._gone:
                 return sandbox_id
 

@@ -31,6 +31,10 @@ def is_control(path: str) -> bool:
     return path.startswith(_CONTROL_PREFIXES) or path == "/"
 
 
-def server_url(request: web.BaseRequest) -> str:
-    """This server as the client reached it (a container's mapped port included)."""
+def server_url(request: web.BaseRequest, public_url: str | None = None) -> str:
+    """This server as clients call it: `public_url` when set (`--public-url`, a router's
+    address: docs/cluster.md), else as the client reached it (a container's mapped port
+    included, or a router's address when the router passes the `Host` on)."""
+    if public_url is not None:
+        return public_url
     return f"{request.scheme}://{request.host}"

@@ -30,7 +30,8 @@ async def merchant_sandbox(
     if path.endswith(TOKEN_PATH_END):
         api_key = await _api_key_in_body(request)
         if api_key is not None:
-            return sandboxes.for_api_key(api_key, server_url(request)).sandbox
+            url = server_url(request, sandboxes.public_url)
+            return sandboxes.for_api_key(api_key, url).sandbox
         return sandboxes.default.sandbox
     _, _, token = request.headers.get("Authorization", "").partition(" ")
     token = token.strip()
