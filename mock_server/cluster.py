@@ -24,9 +24,14 @@ from .edge.paths import BASE_PREFIX
 #: How long the router waits for a node to accept a connection before the 503: a node
 #: on the same network accepts in well under a millisecond, or is not there.
 CONNECT_SECONDS = 2
-#: How long a proxied answer may be silent: the live event stream's comments keep it
-#: shorter than this (docs/dashboard.md), and a long advance answers well within it.
+#: How long a proxied answer may be silent: the live event stream writes a keep-alive
+#: comment whenever it has been idle a while (`control/events.py`), and a long clock
+#: advance answers well within it.
 READ_SECONDS = 3600
+
+
+#: What would end or break a word of nginx's configuration.
+_NOT_IN_A_WORD = frozenset(" \t\n;{}'\"\\#$")
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ def parse_address(text: str, what: str) -> str:
     if not colon or not host or not port.isdigit() or not 0 < int(port) <= 65535:
         raise UsageError(f"{what}: expected HOST:PORT with a port 1..65535, got {text!r}")
     bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not bare or any(c in bare for c in " ;{}'\"\\") or (":" in bare and bare == host):
+    if not bare or any(c in bare for c in _NOT_IN_A_WORD) or (":" in bare and bare == host):
         raise UsageError(f"{what}: {host!r} is not a host (an IPv6 address goes in brackets)")
     return text
 
@@ -74,6 +79,8 @@ def nginx_config(listen: str, nodes: Sequence[Node], prefix: str | None = None) 
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
         raise UsageError(f"--node: each node once; repeated: {', '.join(repeated)}")
+    if prefix is not None and any(c in prefix for c in _NOT_IN_A_WORD):
+        raise UsageError(f"--prefix {prefix!r}: a directory without spaces, quotes or ;{{}}")
     here = prefix.rstrip("/") + "/" if prefix else ""
     first = nodes[0]
     sandbox_path = f"{BASE_PREFIX}{ID_PREFIX}"

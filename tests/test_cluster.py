@@ -124,3 +124,8 @@ def test_the_cluster_command_prints_the_configuration(capsys):
     )
     out = capsys.readouterr().out
     assert out.startswith("# The router of a mock-server cluster") and "listen 0.0.0.0:80;" in out
+
+
+def test_a_prefix_that_would_break_the_configuration_is_refused():
+    with pytest.raises(UsageError, match="--prefix"):
+        nginx_config("127.0.0.1:8080", [parse_node("a=127.0.0.1:8081")], "/srv/my router")
