@@ -26,6 +26,7 @@ from .control import accounts as control_accounts
 from .control import coverage as control_coverage
 from .control import events as control_events
 from .control import handlers as control
+from .control import listen as control_listen
 from .control import sandboxes as control_sandboxes
 from .control import scripting as control_scripting
 from .control import state_document as control_state
@@ -56,6 +57,7 @@ CONTROL_ROUTES = (
     control_accounts.routes,
     control_scripting.routes,
     control_events.routes,
+    control_listen.routes,
     control_coverage.routes,
     control_state.routes,
     control_ui.routes,

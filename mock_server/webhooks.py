@@ -27,7 +27,14 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 # `sign` lives with the deliveries it signs; it is still `mock_server.webhooks.sign`.
-from .domain.deliveries import SIGNATURE_PREFIX, Attempt, Delivery, sign, signed_headers
+from .domain.deliveries import (
+    LISTENER,
+    SIGNATURE_PREFIX,
+    Attempt,
+    Delivery,
+    sign,
+    signed_headers,
+)
 from .domain.destinations import DestinationRules
 from .domain.orders import Order
 from .domain.scenarios import WebhookChaos
@@ -67,7 +74,11 @@ class WebhookSender:
         """Create the order's deliveries and schedule their first attempts."""
         state = self._sandbox.state
         account = state.accounts.get(order.account_id)
-        if order.source != "api" or account is None or not account.webhook_url:
+        if (
+            order.source != "api"
+            or account is None
+            or not (account.webhook_url or self._sandbox.listeners.connected(account.id))
+        ):
             order.set_webhook(None)
             return
         chaos = chaos or WebhookChaos()
@@ -143,8 +154,24 @@ class WebhookSender:
         url = account.webhook_url if account else None
         status_code: int | None = None
         error: str | None = None
+        via: str | None = None
         started = time.perf_counter()
-        if account is None or not url:
+        listeners = self._sandbox.listeners
+        if account is not None and listeners.connected(account.id):
+            # A listener makes the attempt, instead of the URL (docs/webhooks.md).
+            secret, names, body = account.webhook_secret, account.signature_headers, delivery.body
+            delivery.sent_with(LISTENER, secret, names)
+            frame = {
+                "delivery_id": delivery.id,
+                "order_id": delivery.order_id,
+                "order_status": delivery.order.status,
+                "attempt": len(delivery.attempts) + 1,
+                "body": body.decode("utf-8"),
+                "headers": signed_headers(secret, names, body),
+            }
+            status_code, error = await listeners.forward(account.id, frame, ATTEMPT_TIMEOUT)
+            via = LISTENER
+        elif account is None or not url:
             error = "no webhook URL configured"
         else:
             secret, names, body = account.webhook_secret, account.signature_headers, delivery.body
@@ -153,7 +180,7 @@ class WebhookSender:
         duration = round((time.perf_counter() - started) * 1000, 2)
         if state.deliveries.get(delivery.id) is not delivery:
             return
-        delivery.record(Attempt(at, status_code, error, duration, manual))
+        delivery.record(Attempt(at, status_code, error, duration, manual, via))
         self._count(delivery, status_code, manual)
         self._sandbox.delivery_changed(delivery)
         if delivery.copy == 0:

@@ -34,6 +34,8 @@ class Sender(Protocol):
 MAX_ATTEMPTS = 4
 RETRY_INTERVAL = 60.0
 SIGNATURE_PREFIX = "sha256="
+#: An attempt's `via` (and its delivery's `url`) when a listener made it.
+LISTENER = "listener"
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -55,15 +57,20 @@ class Attempt:
     error: str | None
     duration_ms: float
     manual: bool = False  # a /_mock redelivery, outside the spec's retry schedule
+    #: "listener" when a `mock-server listen` made it (docs/webhooks.md); None: direct.
+    via: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        view = {
             "at": iso(self.at),
             "status_code": self.status_code,
             "error": self.error,
             "duration_ms": self.duration_ms,
             "manual": self.manual,
         }
+        if self.via is not None:
+            view["via"] = self.via
+        return view
 
 
 @dataclass(slots=True, eq=False)

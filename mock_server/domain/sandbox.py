@@ -33,6 +33,7 @@ from .events import EventHub, encode_json
 from .faults import Faults
 from .journal import Journal
 from .lifecycle import Lifecycle
+from .listeners import Listeners
 from .money import charge_for, major
 from .order_request import OrderRequest, parse_order_request
 from .orders import PENDING_WEBHOOK, Order
@@ -101,6 +102,8 @@ class Sandbox:
         self.settled_hooks: list[Callable[[Order, WebhookChaos | None], None]] = []
         #: The sender of this sandbox's webhooks, set by whoever wires I/O (the app).
         self.webhooks: Sender | None = None
+        #: `mock-server listen` processes connected, through which attempts go.
+        self.listeners = Listeners()
         self._runner: asyncio.Task[None] | None = None
 
     @property
@@ -133,6 +136,7 @@ class Sandbox:
                 await self._runner
             self._runner = None
         self.scheduler.reset(self.clock)
+        self.listeners.close()
         if self.webhooks is not None:
             await self.webhooks.close()
         self.events.close()

@@ -22,7 +22,7 @@ from ..sourcefile import ConfigError
 from . import selection
 from .accounts import Account
 from .catalog import parse_catalog
-from .deliveries import Attempt, Delivery
+from .deliveries import LISTENER, Attempt, Delivery
 from .document_reader import Reader, fixed_list
 from .faults import Faults
 from .order_request import NO_FIELDS
@@ -182,7 +182,8 @@ def delivery_state(delivery: Delivery) -> dict[str, Any]:
         "secret": delivery.secret,
         "signature_headers": list(delivery.signature_headers),
         "attempts": [
-            [a.at, a.status_code, a.error, a.duration_ms, a.manual] for a in delivery.attempts
+            [a.at, a.status_code, a.error, a.duration_ms, a.manual, *([a.via] if a.via else [])]
+            for a in delivery.attempts
         ],
         "next_attempt_at": delivery.next_attempt_at,
     }
@@ -494,8 +495,16 @@ def _read_delivery(doc: Reader, state: State) -> Delivery:
         raise validation_error(f"{doc.where}: no order {doc.data.get('order_id')}")
     attempts = []
     for index, row in enumerate(doc.list("attempts")):
-        at, code, error, duration, manual = fixed_list(row, 5, f"{doc.where}.attempts[{index}]")
-        attempts.append(Attempt(float(at), code, error, float(duration), bool(manual)))
+        # Five values; a sixth says how the attempt was made ("listener").
+        where = f"{doc.where}.attempts[{index}]"
+        at, code, error, duration, manual, *via = (
+            fixed_list(row, 6, where)
+            if isinstance(row, list) and len(row) == 6
+            else fixed_list(row, 5, where)
+        )
+        if via and via[0] != LISTENER:
+            raise validation_error(f"{where}[5]: expected {LISTENER!r}")
+        attempts.append(Attempt(float(at), code, error, float(duration), bool(manual), *via))
     return Delivery(
         id=doc.string("id"),
         order=order,

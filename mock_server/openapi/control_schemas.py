@@ -316,7 +316,13 @@ def _inspection_schemas() -> dict[str, Schema]:
             "error": nullable(string("Why it failed without an answer.")),
             "duration_ms": number("Wall time.", minimum=0),
             "manual": boolean("A `/_mock` redelivery, outside the retry schedule."),
-        }
+            "via": string(
+                "`listener` when a `mock-server listen` made it (docs/webhooks.md); "
+                "absent for a direct attempt.",
+                const="listener",
+            ),
+        },
+        required=("at", "status_code", "error", "duration_ms", "manual"),
     )
     return {
         "Clock": obj(

@@ -18,7 +18,7 @@ from .control import (
     _control_scenarios,
 )
 from .coverage import coverage_paths
-from .events import event_paths
+from .events import event_paths, listen_paths
 from .merchant import _merchant_paths, _plant_paths
 from .sandboxes import BASE_URL_NOTE, sandbox_paths
 from .schema_helpers import body, ref, string
@@ -120,6 +120,7 @@ def build_openapi() -> dict[str, Any]:
         | _control_inspection()
         | sandbox_paths()
         | event_paths()
+        | listen_paths()
         | coverage_paths()
         | state_paths()
     )

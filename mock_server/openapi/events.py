@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..domain.events import READER_BUFFER
-from .control import control
-from .schema_helpers import string
+from .control import bad_request, control, not_found
+from .schema_helpers import body, boolean, error, integer, obj, query_param, string
 
 EVENTS_DESCRIPTION = (
     'Server-Sent Events (`text/event-stream`). First `ready` (`{"now"}`), then, as they '
@@ -31,3 +31,50 @@ def event_paths() -> dict[str, dict[str, Any]]:
         "text/event-stream": {"schema": string("Server-Sent Events frames.")}
     }
     return {"/_mock/events": {"get": operation}}
+
+
+LISTEN_DESCRIPTION = (
+    'The stream `mock-server listen` reads (docs/webhooks.md, "The wire"). While it is '
+    "open, the account's webhook attempts come here instead of its `webhook_url`. "
+    'Server-Sent Events: first `ready` (`{"listener_id", "account_id", "webhook_secret", '
+    '"report_path", "timeout_seconds"}`), then an `attempt` per attempt '
+    '(`{"attempt_id", "delivery_id", "order_id", "order_status", "attempt", "body", '
+    '"headers"}`): POST `body` with `headers` to the receiver and report the outcome to '
+    "`report_path` within `timeout_seconds`. A comment line every 15 s of quiet."
+)
+
+
+def listen_paths() -> dict[str, dict[str, Any]]:
+    stream = control(
+        "mockListen",
+        "Receive an account's webhook attempts (a listener)",
+        "webhooks",
+        ("200", "The stream; it stays open while the listener is connected.", None),
+        description=LISTEN_DESCRIPTION,
+        parameters=[query_param("account", "The account; the first one when absent.", string())],
+        errors=not_found("account"),
+    )
+    stream["responses"]["200"]["content"] = {
+        "text/event-stream": {"schema": string("Server-Sent Events frames.")}
+    }
+    report_input = {
+        "oneOf": [
+            obj({"attempt_id": string(), "status_code": integer(minimum=100, maximum=599)}),
+            obj({"attempt_id": string(), "error": string(minLength=1)}),
+        ]
+    }
+    report = control(
+        "mockListenReport",
+        "Report a listener's attempt",
+        "webhooks",
+        (
+            "200",
+            "The report is the attempt's outcome.",
+            obj({"attempt_id": string(), "accepted": boolean(const=True)}),
+        ),
+        request_body=body(report_input),
+        errors=bad_request("Not one of the two shapes.")
+        | not_found("attempt waiting for a report in this sandbox")
+        | {"409": error("The attempt was already decided.", "already_decided")},
+    )
+    return {"/_mock/listen": {"get": stream}, "/_mock/listen/reports": {"post": report}}

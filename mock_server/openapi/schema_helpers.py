@@ -21,6 +21,7 @@ ENVELOPE_CODES = (
     "not_found",
     "method_not_allowed",
     "already_exists",
+    "already_decided",
     "payload_too_large",
     "too_many_sandboxes",
     "rate_limited",
