@@ -97,9 +97,11 @@ class App:
         self._sweeper = asyncio.create_task(_sweep(self.sandboxes))
 
     def end_streams(self) -> None:
-        """Before the server stops: open event streams would hold the shutdown up."""
+        """Before the server stops: open event and listener streams would hold the
+        shutdown up."""
         for entry in self.sandboxes.entries():
             entry.sandbox.events.close()
+            entry.sandbox.listeners.close()
 
     async def stop(self) -> None:
         """After the server stopped: every sandbox stops (the state file first: stopping

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .app import App
     from .serving import Serving
 
-COMMANDS = ("serve", "validate", "catalog", "conformance", "cluster")
+COMMANDS = ("serve", "validate", "catalog", "conformance", "cluster", "listen")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 _OPTIONS_BY_NAME = {option.name: option for option in SERVE_OPTIONS}
 
@@ -54,7 +54,8 @@ def serve_parser() -> argparse.ArgumentParser:
         description="A high-fidelity sandbox of the digital-goods ordering service.\n"
         "Sub-commands: serve (default), validate PATH..., catalog generate,\n"
         "conformance --base-url URL --api-key KEY,\n"
-        "cluster nginx-config --listen HOST:PORT --node ID=HOST:PORT...",
+        "cluster nginx-config --listen HOST:PORT --node ID=HOST:PORT...,\n"
+        "listen --base-url URL --forward-to URL.",
         # Each help line as written, unwrapped: a wrapped one could break a path or a
         # flag at its hyphen (`./mock-server-ca.pem`), and lines are short anyway.
         formatter_class=argparse.RawTextHelpFormatter,
@@ -262,6 +263,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .cluster import main as cluster_main
 
         return cluster_main(argv)
+    if command == "listen":
+        from .listen import main as listen_main
+
+        return listen_main(argv)
     settings, loop = parse_serve(argv)
     try:
         try:

@@ -6,7 +6,9 @@ thread and event loop, with a manual clock. With `--mock-server-url URL` the sam
 fixtures drive an already running server: each test gets a sandbox of its own there
 (docs/pytest.md, "Against a running instance"), created with the marker's options and
 deleted at teardown, so parallel workers (`pytest -n 8`) sharing one server never see
-each other's orders or clocks.
+each other's orders or clocks. With `--mock-server-listen` too, a test's `webhook_receiver`
+gets the sandbox's webhooks through a `mock-server listen` client (`ListenerThread`)
+instead of a webhook URL the server would have to reach (docs/pytest.md).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 from . import loops, pytest_coverage
 from .clock import parse_iso
 from .config import Settings
+from .listen import ListenerThread
 from .sourcefile import read_file
 from .testing import SandboxHandle, ServerThread, WebhookReceiver
 
@@ -46,6 +49,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="CA certificate of a running sandbox served over https:// (its --tls-ca-out)",
     )
     group.addoption(
+        "--mock-server-listen",
+        action="store_true",
+        default=False,
+        help="with --mock-server-url: webhook_receiver gets each test sandbox's webhooks "
+        "through a `mock-server listen` connection, for a server that cannot reach this "
+        "machine (no webhook URL is set)",
+    )
+    group.addoption(
         "--mock-server-loop",
         default="auto",
         choices=loops.CHOICES,
@@ -55,6 +66,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--mock-server-listen") and not config.getoption("--mock-server-url"):
+        raise pytest.UsageError(
+            "--mock-server-listen needs --mock-server-url: it forwards the webhooks of a "
+            "running server's sandboxes (in-process sandboxes reach webhook_receiver as they are)"
+        )
     pytest_coverage.configure(config)
     config.addinivalue_line(
         "markers",
@@ -108,7 +124,20 @@ def mock_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sand
         if "webhook_receiver" in request.fixturenames:
             receiver: WebhookReceiver = request.getfixturevalue("webhook_receiver")
             receiver.secret = handle.webhook_secret
-            handle.set_webhook_url(receiver.url)
+            if url and request.config.getoption("--mock-server-listen"):
+                # The server may not reach this machine: the webhooks come to the receiver
+                # through a listener connected from here. Stopped before the sandbox goes.
+                listener = ListenerThread(
+                    handle.url,
+                    receiver.url,
+                    account=handle.account_id,
+                    control_token=handle.admin_token,
+                    ca_path=handle.ca_path,
+                )
+                listener.start()
+                cleanup.callback(listener.stop)
+            else:
+                handle.set_webhook_url(receiver.url)
         yield handle
         pytest_coverage.record(request.config, lambda: handle.control("GET", "/_mock/coverage"))
         # Like pytest-httpserver: what broke on the server's side fails the test.

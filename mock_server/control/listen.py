@@ -66,7 +66,9 @@ async def listen(request: web.BaseRequest) -> web.StreamResponse:
             "account_id": account.id,
             "webhook_secret": account.webhook_secret,
             "report_path": REPORT_PATH,
-            "timeout_seconds": ATTEMPT_TIMEOUT,
+            "timeout_seconds": int(ATTEMPT_TIMEOUT)
+            if ATTEMPT_TIMEOUT.is_integer()
+            else ATTEMPT_TIMEOUT,
         }
         await response.write(_frame("ready", ready))
         quiet = 0.0
