@@ -294,3 +294,39 @@ def test_the_pytest_plugin_under_xdist_against_the_router(cluster, pytester):
     for node in cluster.nodes.values():  # every test's sandbox deleted at its teardown
         listed = requests.get(f"http://127.0.0.1:{node.port}/_mock/sandboxes", timeout=10)
         assert [s["id"] for s in listed.json()["sandboxes"]] == ["default"]
+
+
+def test_a_listener_through_the_router_gets_its_sandboxs_webhooks(cluster):
+    """`mock-server listen` on a sandbox's base_url through nginx: the stream and the
+    reports pass the router, and the receiver gets a webhook whose signature an HMAC of
+    another library (cryptography's) verifies."""
+    from cryptography.hazmat.primitives import hashes, hmac
+
+    sandbox = next(c for c in (cluster.create() for _ in range(3)) if node_of(c["id"]) == "b")
+    receiver = WebhookReceiver(sandbox["webhook_secret"])
+    listener = subprocess.Popen(
+        [sys.executable, "-m", "mock_server", "listen", "--base-url", sandbox["base_url"]]
+        + ["--forward-to", receiver.url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert listener.stdout is not None
+        assert listener.stdout.readline().strip() == "ready"
+        order, _ = _merchant_order(sandbox["base_url"], sandbox["api_key"])
+        handle = SandboxHandle(sandbox["base_url"], admin_token=sandbox["control_token"])
+        handle.advance(5)
+        delivery = handle.wait_for_webhook(order["id"], status="completed")
+        assert delivery["status"] == "delivered"
+        assert delivery["attempts"][0]["via"] == "listener"
+        (event,) = receiver.events
+        mac = hmac.HMAC(sandbox["webhook_secret"].encode(), hashes.SHA256())
+        mac.update(event.body)
+        signature = event.headers.get("X-Webhook-Signature") or event.headers["X-Signature"]
+        mac.verify(bytes.fromhex(signature.removeprefix("sha256=")))
+        assert json.loads(event.body)["order_id"] == order["id"]
+    finally:
+        listener.terminate()
+        assert listener.wait(10) == 0
+        receiver.close()
