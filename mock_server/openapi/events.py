@@ -27,10 +27,15 @@ def event_paths() -> dict[str, dict[str, Any]]:
         ("200", "The stream; it stays open.", None),
         description=EVENTS_DESCRIPTION,
     )
+    return {"/_mock/events": {"get": _streamed(operation)}}
+
+
+def _streamed(operation: dict[str, Any]) -> dict[str, Any]:
+    """`operation` with its 200 answered as Server-Sent Events."""
     operation["responses"]["200"]["content"] = {
         "text/event-stream": {"schema": string("Server-Sent Events frames.")}
     }
-    return {"/_mock/events": {"get": operation}}
+    return operation
 
 
 LISTEN_DESCRIPTION = (
@@ -54,9 +59,6 @@ def listen_paths() -> dict[str, dict[str, Any]]:
         parameters=[query_param("account", "The account; the first one when absent.", string())],
         errors=not_found("account"),
     )
-    stream["responses"]["200"]["content"] = {
-        "text/event-stream": {"schema": string("Server-Sent Events frames.")}
-    }
     report_input = {
         "oneOf": [
             obj({"attempt_id": string(), "status_code": integer(minimum=100, maximum=599)}),
@@ -77,4 +79,7 @@ def listen_paths() -> dict[str, dict[str, Any]]:
         | not_found("attempt waiting for a report in this sandbox")
         | {"409": error("The attempt was already decided.", "already_decided")},
     )
-    return {"/_mock/listen": {"get": stream}, "/_mock/listen/reports": {"post": report}}
+    return {
+        "/_mock/listen": {"get": _streamed(stream)},
+        "/_mock/listen/reports": {"post": report},
+    }
