@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from functools import partialmethod
@@ -162,6 +163,11 @@ def pytest_collection_finish(session) -> None:
     start it now, so that it builds while the other tests run."""
     from tests import container_engine
 
+    # Under xdist every worker collects every test, but only the one that runs
+    # test_image.py (a whole file runs on one worker) needs the image: it builds it when
+    # the file's first test asks, and removes it at its session's end.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     if any(item.path.name == "test_image.py" for item in session.items):
         container_engine.start_preparing(container_engine.IMAGE_TAG)
 
@@ -172,11 +178,24 @@ def pytest_sessionfinish(session) -> None:
     container_engine.clean_up()
 
 
+#: What the image's tests noted about the engine and the base, as their reports carry
+#: it (under xdist they ran in a worker, whose own output is not shown).
+IMAGE_NOTE = "container image"
+_image_notes: list[str] = []
+
+
+def pytest_runtest_logreport(report) -> None:
+    for name, value in report.user_properties:
+        if name == IMAGE_NOTE and value not in _image_notes:
+            _image_notes.append(value)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """Which engine and base image the image's tests used (tests/container_engine.py)."""
     from tests.container_engine import NOTES
 
-    if NOTES:
-        terminalreporter.write_sep("-", "container image")
-        for note in NOTES:
+    notes = list(dict.fromkeys([*NOTES, *_image_notes]))
+    if notes:
+        terminalreporter.write_sep("-", IMAGE_NOTE)
+        for note in notes:
             terminalreporter.write_line(note)

@@ -31,6 +31,15 @@ HEALTHY_WITHIN = 40.0  # the image checks every 10 s; three checks' worth, and s
 STOP_WITHIN = 1.0  # docs/docker.md: `docker stop` ends it within a second, exit 0
 
 
+@pytest.fixture(autouse=True)
+def _note_the_image(request: pytest.FixtureRequest) -> Iterator[None]:
+    """What the engine and the base were, on each report, for the session's summary
+    (tests/conftest.py)."""
+    yield
+    for note in engine.NOTES:
+        request.node.user_properties.append(("container image", note))
+
+
 @pytest.fixture(scope="module")
 def image() -> str:
     """Built once per session, beside the other tests (tests/conftest.py starts it)."""
