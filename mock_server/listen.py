@@ -54,6 +54,7 @@ from typing import Any
 import aiohttp
 
 from . import tls
+from .webhooks import post_event
 
 LISTEN_PATH = "/_mock/listen"
 TOKEN_ENV = "MOCK_CONTROL_TOKEN"
@@ -276,11 +277,7 @@ class Listener:
         assert self._receiver is not None
         try:
             async with asyncio.timeout(timeout):
-                async with self._receiver.post(
-                    self.forward_to, data=body, headers=headers, allow_redirects=False
-                ) as response:
-                    await response.read()
-                    return response.status, None
+                return await post_event(self._receiver, self.forward_to, body, headers), None
         except TimeoutError:
             return None, f"TimeoutError: no complete answer within {timeout:g} s"
         except aiohttp.ClientConnectorCertificateError as exc:

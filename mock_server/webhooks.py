@@ -213,13 +213,7 @@ class WebhookSender:
             return None, f"{REFUSED}: {refused}"
         try:
             async with asyncio.timeout(ATTEMPT_TIMEOUT):
-                # A redirect is the receiver's answer, not a new destination: never
-                # followed (spec 6: only 200 is success; docs/webhooks.md).
-                async with self._client().post(
-                    url, data=body, headers=headers, allow_redirects=False
-                ) as response:
-                    await response.read()
-                    return response.status, None
+                return await post_event(self._client(), url, body, headers), None
         except TimeoutError:
             return None, f"no complete answer within {ATTEMPT_TIMEOUT:g} s"
         except aiohttp.ClientConnectorCertificateError as exc:
@@ -242,6 +236,18 @@ class WebhookSender:
                 headers={"User-Agent": "ordering-sandbox-webhooks/1"},
             )
         return self._session
+
+
+async def post_event(
+    session: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str]
+) -> int:
+    """POST an order-result event once and read the whole answer: its status code. A
+    redirect is the receiver's answer, not a new destination: never followed (spec 6:
+    only 200 is success; docs/webhooks.md). Raises what aiohttp raises. The sender and
+    `mock-server listen` both send with it."""
+    async with session.post(url, data=body, headers=headers, allow_redirects=False) as response:
+        await response.read()
+        return response.status
 
 
 #: How a refused attempt's `error` starts.
