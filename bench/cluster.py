@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -76,8 +77,6 @@ class Router:
     """nginx running the printed configuration for `nodes`, on a free port."""
 
     def __init__(self, pin: list[str], nodes: dict[str, Server], work: Path) -> None:
-        import socket
-
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]

@@ -216,20 +216,10 @@ def render(durations: dict, rates: dict, args, pin: Placement) -> str:
         f"{side.verdict(added <= GOAL_ADDED_MS)} |",
     ]
     load = rates["rates"]
-    for endpoint, title in (("lookup", "order lookups"), ("create", "order creations")):
-        ours = statistics.median(load["listener"][endpoint])
-        theirs = statistics.median(load["none"][endpoint])
-        lines.append(
-            f"| {title} while a listener forwards "
-            f"({statistics.median(rates['forwarded']):,.0f} attempts in a run): "
-            f"{ours:,.0f} vs {theirs:,.0f} req/s with none | {ours / theirs:.2f}x | "
-            f">= {BAR_RATE}x | {side.verdict(ours / theirs >= BAR_RATE)} |"
-        )
-    lines += ["", "Every run (req/s):", ""]
-    for config in ("none", "listener"):
-        for endpoint in ("lookup", "create"):
-            runs = ", ".join(f"{rate:,.0f}" for rate in load[config][endpoint])
-            lines.append(f"- {endpoint}, {config}: {runs}")
+    forwarded = statistics.median(rates["forwarded"])
+    what = "{title} while a listener forwards " + f"({forwarded:,.0f} attempts in a run) vs none"
+    lines += side.ratio_rows(load, "none", "listener", what, BAR_RATE)
+    lines += side.every_run(load, ("none", "listener"))
     return "\n".join(lines) + "\n"
 
 

@@ -132,11 +132,7 @@ def render(creation: dict, load: dict, others: int, pin: Placement) -> str:
     ]
     what = "{title} in one sandbox (base URL), " + f"{others} others vs none"
     lines += side.ratio_rows(load, "none", "others", what, BAR_RATIO)
-    lines += ["", "Every run (req/s):", ""]
-    for config in ("none", "others"):
-        for endpoint in ("lookup", "create"):
-            runs = ", ".join(f"{rps:,.0f}" for rps in load[config][endpoint])
-            lines.append(f"- {endpoint}, {config}: {runs}")
+    lines += side.every_run(load, ("none", "others"))
     return "\n".join(lines) + "\n"
 
 

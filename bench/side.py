@@ -94,6 +94,16 @@ def ratio_rows(
     return rows
 
 
+def every_run(load: dict[str, dict[str, list[float]]], configs: tuple[str, ...]) -> list[str]:
+    """The lines listing every run's requests/s, by configuration and endpoint."""
+    lines = ["", "Every run (req/s):", ""]
+    for config in configs:
+        for endpoint in ("lookup", "create"):
+            runs = ", ".join(f"{rps:,.0f}" for rps in load[config][endpoint])
+            lines.append(f"- {endpoint}, {config}: {runs}")
+    return lines
+
+
 def header(title: str, script: str, pin: Placement, *facts: str) -> list[str]:
     lines = [
         f"# {title}",
