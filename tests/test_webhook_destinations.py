@@ -11,7 +11,9 @@ loopback (`localhost` and its case and trailing-dot forms) under
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ import pytest
 from conftest import BASE_SETTINGS, login
 
 from mock_server.config import load_startup
-from mock_server.domain.destinations import DestinationError, DestinationRules
+from mock_server.domain.destinations import DestinationError, DestinationRules, unsendable
 from mock_server.sourcefile import ConfigError
 from mock_server.webhooks import REFUSED
 
@@ -362,3 +364,219 @@ async def test_a_state_file_comes_back_under_stricter_rules(make_client, tmp_pat
     (delivery,) = (await (await again.get(base + "/_mock/webhooks")).json())["deliveries"]
     assert delivery["attempts"][0]["error"].startswith(REFUSED)
     assert listener.connections == 0
+
+
+# -- URLs no HTTP client sends to: refused where they are set, whatever the rules ---------
+# (docs/webhooks.md, "Where a webhook may go")
+
+NON_CANONICAL = "is a numeric address in a non-canonical form"
+#: (URL, what the reason says): none of them could ever be sent.
+UNSENDABLE = [
+    ("http://2130706433/hooks", f"host '2130706433' {NON_CANONICAL}"),
+    ("http://127.1/hooks", f"host '127.1' {NON_CANONICAL}"),
+    ("http://0x7f.1/hooks", f"host '0x7f.1' {NON_CANONICAL}"),
+    ("http://0X7F.0.0.1:9/hooks", f"host '0X7F.0.0.1' {NON_CANONICAL}"),
+    ("http://017700000001/hooks", f"host '017700000001' {NON_CANONICAL}"),
+    ("http://0177.0.0.01/hooks", f"host '0177.0.0.01' {NON_CANONICAL}"),
+    ("http://127.0.0.1./hooks", f"host '127.0.0.1.' {NON_CANONICAL}"),
+    ("http://1.2.3.4.5/hooks", "names no IPv4 address"),
+    ("http://256.1.1.1/hooks", "names no IPv4 address"),
+    ("http://exa mple.com/hooks", "host 'exa mple.com' contains whitespace"),
+    ("http://exa\tmple.com/hooks", "contains whitespace"),
+    ("http://ex<a>mple.com/hooks", "contains '<', which a host name cannot hold"),
+    ("http://a..b/hooks", "has an empty label"),
+    ("http:///hooks", "has an empty host"),
+    ("http://[zz]/hooks", "does not parse as a URL"),
+    ("http://example.com:99999/hooks", "does not parse as a URL"),
+]
+#: Each non-canonical numeric host and the dotted quad the reason tells to write instead.
+CANONICAL = {
+    "http://2130706433/hooks": "127.0.0.1",
+    "http://127.1/hooks": "127.0.0.1",
+    "http://0x7f.1/hooks": "127.0.0.1",
+    "http://0X7F.0.0.1:9/hooks": "127.0.0.1",
+    "http://017700000001/hooks": "127.0.0.1",
+    "http://0177.0.0.01/hooks": "127.0.0.1",
+    "http://127.0.0.1./hooks": "127.0.0.1",
+}
+#: Hosts a client sends to: still accepted where a URL is set.
+SENDABLE = [
+    "http://example.com/hooks",
+    "https://hooks.example.com/x",
+    "http://localhost:9/hooks",
+    "http://my-host:8080/hooks",
+    "http://my_host/hooks",
+    "http://127.0.0.1:9/hooks",
+    "http://[::1]:9000/hooks",
+    "http://1.example.com/hooks",
+    "http://123abc.example/hooks",
+    "http://0x7f.example/hooks",
+    "http://localhost./hooks",
+    "HTTP://localhost:9/hooks",
+    "Https://hooks.example.com/x",
+    "http://user:pw@example.com:8443/hooks?x=1#f",
+]
+
+
+@pytest.mark.parametrize(("url", "says"), UNSENDABLE)
+def test_a_url_no_client_sends_to_says_why_whatever_the_rules(url, says):
+    reason = unsendable(url)
+    assert reason is not None and says in reason, reason
+    if url in CANONICAL:
+        assert reason.endswith(f"write it as a dotted quad ({CANONICAL[url]})"), reason
+    for rules in (DEFAULT, DENY_PRIVATE, DestinationRules.parse("127.0.0.0/8, example.com")):
+        assert rules.literal_refusal(url) == reason
+
+
+def test_the_reason_for_a_hex_host_is_written_out():
+    assert DEFAULT.literal_refusal("http://0x7f.1/") == (
+        "host '0x7f.1' is a numeric address in a non-canonical form, which HTTP clients do "
+        "not send to: write it as a dotted quad (127.0.0.1)"
+    )
+
+
+@pytest.mark.parametrize("url", SENDABLE)
+def test_ordinary_hosts_are_still_sendable(url):
+    assert unsendable(url) is None
+    assert DEFAULT.literal_refusal(url) is None
+
+
+@pytest.mark.parametrize("url", ["HTTP://169.254.169.254/latest/meta-data", "hTtPs://[FE80::1]/"])
+def test_an_upper_case_scheme_is_refused_for_what_its_host_is(url):
+    lower = url.split(":", 1)[0].lower() + ":" + url.split(":", 1)[1]
+    reason = DEFAULT.literal_refusal(url)
+    assert reason is not None and "link-local" in reason
+    assert reason == DEFAULT.literal_refusal(lower)
+
+
+async def _refused_everywhere_in_the_control_api(client: Any, url: str) -> list[str]:
+    """Set `url` through each control call that sets one; each must answer 400
+    `validation_error` and change nothing. Returns the details."""
+    details = []
+    account_id = await _account_id(client)
+    before = await (await client.get("/_mock/accounts")).json()
+    calls = [
+        ("PATCH", f"/_mock/accounts/{account_id}", {"webhook_url": url}),
+        ("POST", "/_mock/accounts", {"email": "x@example.com", "webhook_url": url}),
+        (
+            "PUT",
+            "/_mock/accounts",
+            {"accounts": [{"email": "y@example.com", "api_key": "ak_y", "webhook_url": url}]},
+        ),
+        (
+            "POST",
+            "/_mock/sandboxes",
+            {
+                "accounts": {
+                    "accounts": [{"email": "z@example.com", "api_key": "ak_z", "webhook_url": url}]
+                }
+            },
+        ),
+    ]
+    for method, path, body in calls:
+        answer = await client.request(method, path, json=body)
+        assert answer.status == 400, (method, path, await answer.text())
+        refused = await answer.json()
+        assert refused["code"] == "validation_error", refused
+        details.append(refused["detail"])
+    assert await (await client.get("/_mock/accounts")).json() == before
+    listed = await (await client.get("/_mock/sandboxes")).json()
+    assert len(listed["sandboxes"]) == 1  # the default one only
+    return details
+
+
+@pytest.mark.parametrize(("url", "says"), UNSENDABLE)
+async def test_the_control_api_and_a_sandbox_body_refuse_a_url_no_client_sends_to(
+    client, url, says
+):
+    for detail in await _refused_everywhere_in_the_control_api(client, url):
+        assert f"'webhook_url' {says}" in detail or (
+            "'webhook_url' " in detail and says in detail
+        ), detail
+        if url in CANONICAL:
+            assert f"({CANONICAL[url]})" in detail, detail
+
+
+async def test_an_upper_case_scheme_reaches_the_link_local_rule_in_the_control_api(client):
+    details = await _refused_everywhere_in_the_control_api(client, "HTTP://169.254.169.254/x")
+    for detail in details:
+        assert "link-local" in detail and "http(s) URL" not in detail, detail
+
+
+@pytest.mark.parametrize("url", ["HTTP://localhost:9/hooks", "Https://hooks.example.com/x"])
+async def test_an_upper_case_scheme_to_an_ordinary_host_is_accepted(client, url):
+    account_id = await _account_id(client)
+    patched = await client.patch(f"/_mock/accounts/{account_id}", json={"webhook_url": url})
+    assert patched.status == 200, await patched.text()
+    assert (await patched.json())["webhook_url"] == url
+    created = await client.post(
+        "/_mock/accounts", json={"email": "u@example.com", "webhook_url": url}
+    )
+    assert created.status == 201, await created.text()
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/hooks", "example.com/hooks", " http://x/"])
+async def test_what_is_no_http_url_is_still_refused_as_such(client, url):
+    account_id = await _account_id(client)
+    patched = await client.patch(f"/_mock/accounts/{account_id}", json={"webhook_url": url})
+    assert patched.status == 400
+    assert "'webhook_url' must be an http(s) URL" in (await patched.json())["detail"]
+
+
+def _accounts_file(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "accounts.yaml"
+    path.write_text(
+        "accounts:\n"
+        "  - email: a@example.com\n"
+        "    api_key: ak_a\n"
+        f"    webhook_url: {json.dumps(url)}\n"  # a JSON string is a YAML string
+    )
+    return path
+
+
+@pytest.mark.parametrize(("url", "says"), UNSENDABLE)
+def test_an_accounts_file_refuses_a_url_no_client_sends_to_with_its_line(tmp_path, url, says):
+    path = _accounts_file(tmp_path, url)
+    with pytest.raises(ConfigError) as caught:
+        load_startup(replace(BASE_SETTINGS, accounts=str(path)))
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{path}:4: 'webhook_url' ") and says in problem, problem
+    if url in CANONICAL:
+        assert problem.endswith(f"({CANONICAL[url]})"), problem
+
+
+def test_an_accounts_file_with_an_upper_case_scheme_meets_the_link_local_rule(tmp_path):
+    path = _accounts_file(tmp_path, "HTTP://169.254.169.254/latest/meta-data")
+    with pytest.raises(ConfigError) as caught:
+        load_startup(replace(BASE_SETTINGS, accounts=str(path)))
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{path}:4:") and "link-local" in problem, problem
+
+
+@pytest.mark.parametrize("url", SENDABLE)
+def test_an_accounts_file_and_the_flag_take_ordinary_hosts(tmp_path, url):
+    startup = load_startup(replace(BASE_SETTINGS, accounts=str(_accounts_file(tmp_path, url))))
+    assert startup.accounts[0].webhook_url == url
+    startup = load_startup(replace(BASE_SETTINGS, webhook_url=url))
+    assert startup.accounts[0].webhook_url == url
+
+
+@pytest.mark.parametrize(("url", "says"), [*UNSENDABLE, ("HTTP://169.254.169.254/x", "link-local")])
+def test_the_webhook_url_flag_refuses_a_url_no_client_sends_to(url, says):
+    with pytest.raises(ConfigError) as caught:
+        load_startup(replace(BASE_SETTINGS, webhook_url=url))
+    (problem,) = caught.value.problems
+    assert problem.startswith("--webhook-url is refused: ") and says in problem, problem
+
+
+@pytest.mark.parametrize("url", ["http://2130706433/hooks", "http://exa mple.com/hooks"])
+async def test_a_saved_state_naming_a_url_no_client_sends_to_is_refused_whole(make_client, url):
+    client = await make_client()
+    document = await (await client.get("/_mock/state")).json()
+    document["accounts"][0]["webhook_url"] = url
+    before = await (await client.get("/_mock/state")).json()
+    refused = await client.put("/_mock/state", json=document)
+    assert refused.status == 400
+    detail = (await refused.json())["detail"]
+    assert "'webhook_url' is refused: host" in detail and unsendable(url) in detail, detail
+    assert await (await client.get("/_mock/state")).json() == before

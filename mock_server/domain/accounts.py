@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sourcefile import ConfigError, read_file, where
-from .destinations import DEFAULT_RULES, DestinationRules
+from .destinations import DEFAULT_RULES, DestinationRules, is_http_url, unsendable
 from .money import cents_from_major
 
 #: Ten trillion in major units: far beyond any test, still exact as a float.
@@ -183,10 +183,13 @@ def _parse_account(record: Any, rules: DestinationRules | None) -> AccountSpec:
             "'has_active_subscription' must be true or false", "has_active_subscription"
         )
     webhook_url = record.get("webhook_url")
-    if webhook_url is not None and not (
-        isinstance(webhook_url, str) and webhook_url.startswith(("http://", "https://"))
-    ):
+    if webhook_url is not None and not (isinstance(webhook_url, str) and is_http_url(webhook_url)):
         raise _AccountProblem("'webhook_url' must be an http(s) URL", "webhook_url")
+    # A URL no HTTP client sends to, then one whose literal address the rules refuse
+    # (docs/webhooks.md, "Where a webhook may go").
+    never = unsendable(webhook_url) if rules and webhook_url else None
+    if never:
+        raise _AccountProblem(f"'webhook_url' {never}", "webhook_url")
     refused = rules.literal_refusal(webhook_url) if rules and webhook_url else None
     if refused:
         raise _AccountProblem(f"'webhook_url' is refused: {refused}", "webhook_url")

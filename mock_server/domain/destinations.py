@@ -14,11 +14,18 @@ set (accounts file, control API, a sandbox's body). The rules:
 
 An IPv4 address written as IPv6 (`::ffff:169.254.169.254`) is checked as the IPv4
 address it is.
+
+Whatever the rules, a URL the HTTP client could never send to is refused where it is set
+too (`unsendable`; docs/webhooks.md, "Where a webhook may go"): a
+numeric host in a non-canonical form (`2130706433`, `127.1`, `0x7f.1`, `017700000001`),
+a host with whitespace or a character no host name holds, an empty host, a URL that does
+not parse.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -112,12 +119,13 @@ class DestinationRules:
         return None
 
     def literal_refusal(self, url: str) -> str | None:
-        """Why a webhook URL whose host is a literal address is refused, or None (a host
-        name is checked when it is resolved, at each attempt)."""
-        try:
-            host = urlsplit(url).hostname or ""
-        except ValueError:
-            return None
+        """Why a webhook URL is refused where it is set, or None: one that could never be
+        sent (`unsendable`), or one whose host is a literal address these rules refuse
+        (a host name is checked when it is resolved, at each attempt)."""
+        never = unsendable(url)
+        if never:
+            return never
+        host = urlsplit(url).hostname or ""
         if _address(host) is None:
             return None
         return self.refusal(host, host)
@@ -130,6 +138,139 @@ class DestinationRules:
 
 #: What a server refuses when nothing is configured: link-local addresses.
 DEFAULT_RULES = DestinationRules()
+
+
+# -- URLs no HTTP client sends to (docs/webhooks.md, "Where a webhook may go") -------
+
+#: A label of a numeric host: decimal, octal (leading zero) or hex (`0x..`).
+_NUMERIC_LABEL = re.compile(r"(?:0x[0-9a-f]+|[0-9]+)", re.IGNORECASE)
+_SCHEME_AUTHORITY = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
+_NAME_PUNCTUATION = frozenset("-_.")
+
+
+def is_http_url(url: str) -> bool:
+    """Whether `url` starts with `http://` or `https://`, in any case (schemes are
+    case-insensitive: `HTTP://` is an http URL)."""
+    return url[:8].lower().startswith(("http://", "https://"))
+
+
+def unsendable(url: str) -> str | None:
+    """Why the HTTP client could never send to `url`, whatever the server's rules, or
+    None. The reason names the host and what to write instead; a caller puts what was
+    set in front of it (`'webhook_url' host '0x7f.1' is ...`)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is no number 0-65535
+    except ValueError as exc:
+        return f"does not parse as a URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return f"has scheme {parts.scheme!r}: an http(s) URL is needed"
+    # The host as written: urlsplit drops tabs and line breaks, and lower-cases it.
+    written = _SCHEME_AUTHORITY.match(url)
+    shown = _written_host(written.group(1)) if written else parts.hostname or ""
+    if any(char.isspace() or not char.isprintable() for char in shown):
+        return (
+            f"host {shown!r} contains whitespace or a control character, which a host "
+            "name cannot hold"
+        )
+    host = parts.hostname or ""
+    if not host:
+        return "has an empty host"
+    if shown.startswith("["):
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return f"host {shown!r} is not an IPv6 address"
+        return None
+    if _looks_numeric(host):
+        if _is_dotted_quad(host):
+            return None
+        canonical = _ipv4_from_numeric(host)
+        if canonical is None:
+            return (
+                f"host {shown!r} is a numeric address in a form HTTP clients do not send to, "
+                "and names no IPv4 address: write a dotted quad of 4 numbers 0 to 255 "
+                "(such as 127.0.0.1)"
+            )
+        return (
+            f"host {shown!r} is a numeric address in a non-canonical form, which HTTP "
+            f"clients do not send to: write it as a dotted quad ({canonical})"
+        )
+    odd = next(
+        (c for c in host if not (c.isalnum() or c in _NAME_PUNCTUATION)),
+        None,
+    )
+    if odd is not None:
+        return (
+            f"host {shown!r} contains {odd!r}, which a host name cannot hold (letters, "
+            "digits, '-', '_' and '.' only)"
+        )
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    if any(not label or len(label) > 63 for label in labels):
+        return (
+            f"host {shown!r} has an empty label or one longer than 63 characters, which a "
+            "host name cannot have"
+        )
+    return None
+
+
+def _written_host(authority: str) -> str:
+    """The host part of a URL's authority as written (no user info, no port)."""
+    hostport = authority.rpartition("@")[2]
+    if hostport.startswith("["):
+        return hostport[: hostport.find("]") + 1] if "]" in hostport else hostport
+    return hostport.rpartition(":")[0] if ":" in hostport else hostport
+
+
+def _looks_numeric(host: str) -> bool:
+    """Whether `host` is meant as an IPv4 address: every label a number (decimal, octal
+    or hex), or digits and dots only (what aiohttp takes for an address)."""
+    if host.replace(".", "").isdigit():
+        return True
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    return all(_NUMERIC_LABEL.fullmatch(label) for label in labels)
+
+
+def _is_dotted_quad(host: str) -> bool:
+    """4 ASCII decimal numbers 0 to 255 without leading zeros: the only numeric form
+    HTTP clients send to."""
+    parts = host.split(".")
+    return len(parts) == 4 and all(
+        part.isascii()
+        and part.isdigit()
+        and len(part) <= 3
+        and (part == "0" or not part.startswith("0"))
+        and int(part) <= 255
+        for part in parts
+    )
+
+
+def _ipv4_from_numeric(host: str) -> str | None:
+    """The dotted quad a numeric host stands for, read as `inet_aton` reads it (1 to 4
+    parts, the last filling the bytes left; `0x` hex, leading-zero octal), or None."""
+    parts = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    numbers: list[int] = []
+    for part in parts:
+        if not part.isascii() or not _NUMERIC_LABEL.fullmatch(part):
+            return None
+        try:
+            if part[:2].lower() == "0x":
+                numbers.append(int(part[2:], 16))
+            elif len(part) > 1 and part.startswith("0"):
+                numbers.append(int(part[1:], 8))
+            else:
+                numbers.append(int(part))
+        except ValueError:
+            return None
+    *leading, last = numbers
+    if any(n > 255 for n in leading) or last >= 1 << (8 * (4 - len(leading))):
+        return None
+    value = last
+    for index, number in enumerate(leading):
+        value |= number << (8 * (3 - index))
+    return str(ipaddress.IPv4Address(value))
 
 
 def _host(text: str) -> str:
