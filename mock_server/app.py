@@ -141,6 +141,11 @@ def create_app(
         events=events(),
         quotas=default_quotas(settings),
     )
+    state_file = None
+    if settings.state:
+        from .state_file import StateFile  # sqlite3 is imported only when it is used
+
+        state_file = StateFile(settings.state)  # refuses a locked or unusable file
     sandboxes = Sandboxes(
         default,
         make=lambda startup, sandbox_id, quotas: make_sandbox(
@@ -151,13 +156,9 @@ def create_app(
         quotas=created_quotas(settings),
         node_id=settings.node_id,
         public_url=settings.public_url.rstrip("/") if settings.public_url else None,
+        secret=state_file.server_secret() if state_file is not None else None,
         wall=wall,
     )
-    state_file = None
-    if settings.state:
-        from .state_file import StateFile  # sqlite3 is imported only when it is used
-
-        state_file = StateFile(settings.state)  # refuses a locked or unusable file
     merchant_api = MerchantApi(renderings)
     control_router = web.UrlDispatcher()
     for routes in CONTROL_ROUTES:

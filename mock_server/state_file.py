@@ -37,6 +37,7 @@ import orjson
 from .domain import state_document
 from .domain.deliveries import Delivery
 from .domain.orders import Order
+from .domain.randomness import server_secret
 from .domain.sandbox import Sandbox
 from .domain.sandbox_ids import DEFAULT_ID
 from .domain.sandboxes import Entry, Sandboxes
@@ -139,6 +140,23 @@ class StateFile:
                 f"{self.path}: written by a newer sandbox (file format {row[0]}; this one "
                 f"reads up to {FILE_FORMAT}): upgrade, or start with another --state file"
             )
+
+    def server_secret(self) -> bytes:
+        """The secret that keys created sandboxes' credentials (`domain.randomness`): made
+        at this file's first start and kept in it, so that a restart goes on drawing the
+        same sequences; it is never shown."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()
+        if row is not None:
+            try:
+                return bytes.fromhex(row[0])
+            except ValueError as exc:
+                raise StateFileError(
+                    f"{self.path}: its server secret is not hex: move the file away (or "
+                    "delete it) to start fresh"
+                ) from exc
+        secret = server_secret()
+        self._db.execute("INSERT INTO meta VALUES ('secret', ?)", (secret.hex(),))
+        return secret
 
     def attach(self, sandboxes: Sandboxes) -> None:
         """Bring every saved sandbox back into `sandboxes`, then keep the file current.

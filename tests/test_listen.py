@@ -236,6 +236,7 @@ def test_forwards_signed_webhooks_of_a_whole_server(server_url, receiver, listen
 
 def test_a_failed_answer_is_retried_on_the_clock_through_the_listener(sandbox, receiver, listen):
     listener = listen("--base-url", sandbox.url, "--forward-to", receiver.url)
+    receiver.secret = sandbox.webhook_secret  # a created sandbox's own
     receiver.respond_with(500)
     order = place_order(sandbox.url, sandbox.api_key)
     sandbox.advance(5)
@@ -282,6 +283,7 @@ def test_a_killed_listener_loses_no_attempt(sandbox, silent, receiver, listen, b
     assert delivery["status"] == "retrying"
 
     again = listen("--base-url", sandbox.url, "--forward-to", receiver.url)
+    receiver.secret = sandbox.webhook_secret
     sandbox.advance(60)
     assert line_of(again, order["id"], 2) == f"200 {order['id']} completed attempt 2"
     (delivery,) = sandbox.webhooks(order["id"])

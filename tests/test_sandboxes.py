@@ -100,7 +100,9 @@ async def test_create_answers_where_it_is_and_the_first_accounts_credentials(cli
     assert sandbox["base_url"].startswith(f"http://{client.host}:{client.port}")
     # the server's accounts, with a key of its own: ak_test_default stays the default's
     assert sandbox["api_key"].startswith(f"ak_{sandbox['id']}_")
-    assert sandbox["webhook_secret"] == "whsec_test_default"
+    # ... and a webhook secret of its own, that no other tenant holds
+    assert sandbox["webhook_secret"].startswith("whsec_")
+    assert sandbox["webhook_secret"] != "whsec_test_default"
     accounts = await (await client.get(f"{sandbox['base']}/_mock/accounts")).json()
     assert [a["id"] for a in accounts["accounts"]] == [sandbox["account_id"]]
     assert accounts["accounts"][0]["email"] == "merchant@example.com"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -65,11 +66,13 @@ class AccountSpec:
     balance: int
     has_active_subscription: bool = False
     webhook_url: str | None = None
-    webhook_secret: str = "whsec_test_default"
+    #: None: not configured; the sandbox gives it one (`State.account_from`).
+    webhook_secret: str | None = None
     signature_headers: tuple[str, ...] = DEFAULT_SIGNATURE_HEADERS
     id: str | None = None
 
-    def build(self, fallback_id: str) -> Account:
+    def build(self, *, fallback_id: str, fallback_secret: Callable[[], str]) -> Account:
+        """The account; `fallback_secret` is called only when no secret is configured."""
         return Account(
             id=self.id or fallback_id,
             email=self.email,
@@ -77,7 +80,7 @@ class AccountSpec:
             balance=self.balance,
             has_active_subscription=self.has_active_subscription,
             webhook_url=self.webhook_url,
-            webhook_secret=self.webhook_secret,
+            webhook_secret=self.webhook_secret or fallback_secret(),
             signature_headers=self.signature_headers,
             opening_balance=self.balance,
         )
@@ -193,8 +196,10 @@ def _parse_account(record: Any, rules: DestinationRules | None) -> AccountSpec:
     refused = rules.literal_refusal(webhook_url) if rules and webhook_url else None
     if refused:
         raise _AccountProblem(f"'webhook_url' is refused: {refused}", "webhook_url")
-    secret = record.get("webhook_secret", "whsec_test_default")
-    if not isinstance(secret, str) or not secret.startswith("whsec_") or len(secret) < 7:
+    secret = record.get("webhook_secret")
+    if secret is not None and (
+        not isinstance(secret, str) or not secret.startswith("whsec_") or len(secret) < 7
+    ):
         raise _AccountProblem(
             f"'webhook_secret' starts with 'whsec_', got {secret!r}", "webhook_secret"
         )

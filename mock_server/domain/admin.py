@@ -86,7 +86,7 @@ def create_account(
         spec = replace(spec, api_keys=(state.randomness.api_key(),))
     if "webhook_secret" not in body:
         spec = replace(spec, webhook_secret=state.randomness.webhook_secret())
-    account = spec.build(fallback_id=state.randomness.uuid())
+    account = state.account_from(spec)
     state.add_account(account)
     return account
 
@@ -141,7 +141,7 @@ def replace_accounts(
     state.accounts.clear()
     state.account_by_key.clear()
     for spec in specs:
-        state.add_account(spec.build(fallback_id=state.randomness.uuid()))
+        state.add_account(state.account_from(spec))
     return list(state.accounts.values())
 
 

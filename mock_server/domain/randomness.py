@@ -4,16 +4,28 @@ the same requests give byte-identical answers (README, "Configuration").
 Each kind of value has its own stream derived from the seed, so that, say, a token
 exchange never shifts the ids of later orders. Every stream is a `random.Random`, so a
 saved state resumes one by drawing as much again (`skip`), which is quick.
+
+A created sandbox's credentials (tokens, generated API keys and webhook secrets) are
+keyed as well: each is an HMAC, under a secret of the server that no tenant sees, of its
+seeded draw and the sandbox's id (docs/hosting.md, "What a tenant can see"). Anyone may
+know a seed, since a tenant chooses its own; without the server's secret nobody can
+compute another sandbox's credentials from it, nor move one to another sandbox.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import random
+import secrets
 
 from .sandbox_ids import DEFAULT_ID
 
 #: Seeds are 63-bit: any JSON client can send and read them back exactly.
 MAX_SEED = 2**63 - 1
+#: What an account configured without a webhook secret signs with in the default
+#: sandbox (a created sandbox draws its own instead: `fallback_webhook_secret`).
+DEFAULT_WEBHOOK_SECRET = "whsec_test_default"
 _CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes get typed by hand
 
 
@@ -21,12 +33,16 @@ class Randomness:
     """A created sandbox's id (`sandbox_id`) goes into every token
     and generated API key, so that sandboxes with the same seed never hand out the same
     credential: tokens and generated keys are unique server-wide, which the root paths'
-    routing by credential relies on (docs/control-api.md, "Sandboxes")."""
+    routing by credential relies on (docs/control-api.md, "Sandboxes").
 
-    def __init__(self, seed: int, sandbox_id: str = DEFAULT_ID) -> None:
+    `key` (a created sandbox's: the server's secret) keys every credential drawn; the
+    default sandbox has none, so its credentials follow the seed alone."""
+
+    def __init__(self, seed: int, sandbox_id: str = DEFAULT_ID, key: bytes | None = None) -> None:
         self.seed = seed
         #: What tokens and generated keys carry: the id, none for the default sandbox.
         self._tag = "" if sandbox_id == DEFAULT_ID else sandbox_id
+        self._key = key
         self._ids = random.Random(f"{seed}:ids")
         self._tokens = random.Random(f"{seed}:tokens")
         self._codes = random.Random(f"{seed}:codes")
@@ -66,9 +82,18 @@ class Randomness:
     def webhook_secret(self) -> str:
         return f"whsec_{self._secret()[:32]}"
 
+    def fallback_webhook_secret(self) -> str:
+        """The secret of an account configured without one: the documented default in
+        the default sandbox; a created sandbox's own, so that no two tenants share one."""
+        return DEFAULT_WEBHOOK_SECRET if self._key is None else self.webhook_secret()
+
     def _secret(self) -> str:
         self.drawn["tokens"] += 1
-        return f"{self._tokens.getrandbits(256):064x}"
+        drawn = f"{self._tokens.getrandbits(256):064x}"
+        if self._key is None:
+            return drawn
+        message = f"{self._tag}.{drawn}".encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
 
     def codes(self, count: int) -> list[str]:
         """Key codes `XXXXX-XXXXX-XXXXX`: 15 letters of 32, five bits each, from one
@@ -85,3 +110,15 @@ def _code(bits: int) -> str:
 def fresh_seed() -> int:
     """A seed for runs that did not ask for one (shown in the banner, for replay)."""
     return random.SystemRandom().randrange(1, 2**31)
+
+
+def own_seed() -> int:
+    """A created sandbox's seed when its body gives none: from the operating system's
+    random source, never the server's seed (docs/hosting.md, "What a tenant can see")."""
+    return secrets.randbelow(MAX_SEED) + 1
+
+
+def server_secret() -> bytes:
+    """The secret that keys created sandboxes' credentials: made once per server (kept
+    in the `--state` file when there is one), never shown."""
+    return secrets.token_bytes(32)

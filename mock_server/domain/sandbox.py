@@ -117,6 +117,7 @@ class Sandbox:
             catalog=self.startup.catalog,
             accounts=self.startup.accounts,
             sandbox_id=self.sandbox_id,
+            credential_key=self.startup.credential_key,
         )
 
     # -- running and stopping -----------------------------------------------------------

@@ -21,3 +21,12 @@ NODE_ID = re.compile(r"[a-z0-9-]{1,40}")
 def created_id(node_id: str | None, random_hex: str) -> str:
     """`sbx-{random}`, or `sbx-{node}-{random}` on a node of a cluster."""
     return f"{ID_PREFIX}{node_id}-{random_hex}" if node_id else ID_PREFIX + random_hex
+
+
+def node_of(sandbox_id: str) -> str | None:
+    """The node a created sandbox's id names, or None (no node, or not a created id)."""
+    rest = sandbox_id.removeprefix(ID_PREFIX)
+    if rest == sandbox_id or "-" not in rest:
+        return None
+    node, _, random_hex = rest.rpartition("-")
+    return node if len(random_hex) == RANDOM_DIGITS and NODE_ID.fullmatch(node) else None

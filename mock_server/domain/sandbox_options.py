@@ -42,7 +42,8 @@ class SandboxOptions:
     startup: StartupState
     ttl: float | None  # None: the server's --sandbox-ttl
     #: True when `accounts` was sent: its API keys are kept as written. Otherwise the
-    #: server's accounts are copied with keys of the sandbox's own (see `with_own_keys`).
+    #: server's accounts are copied with keys of the sandbox's own
+    #: (see `with_own_credentials`).
     accounts_given: bool
 
 
@@ -88,11 +89,18 @@ def parse_sandbox_options(
     return SandboxOptions(startup, ttl, accounts_given)
 
 
-def with_own_keys(accounts: tuple[AccountSpec, ...], keys: list[str]) -> tuple[AccountSpec, ...]:
-    """The server's accounts with one new API key each (`keys`, in order): a sandbox that
-    did not bring its own accounts must not share `ak_test_default` with the default
-    sandbox, or that key would stop working on the root token endpoint."""
-    return tuple(replace(spec, api_keys=(key,)) for spec, key in zip(accounts, keys, strict=True))
+def with_own_credentials(
+    accounts: tuple[AccountSpec, ...], keys: list[str]
+) -> tuple[AccountSpec, ...]:
+    """The server's accounts with one new API key each (`keys`, in order) and no webhook
+    secret, so that the sandbox draws its own: a sandbox that did not bring its own
+    accounts must not share `ak_test_default` with the default sandbox (that key would
+    stop working on the root token endpoint), nor a webhook secret with anyone (who would
+    then forge its webhooks)."""
+    return tuple(
+        replace(spec, api_keys=(key,), webhook_secret=None)
+        for spec, key in zip(accounts, keys, strict=True)
+    )
 
 
 def _seed(value: Any) -> int:

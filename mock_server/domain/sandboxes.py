@@ -9,6 +9,11 @@ them, and routes credentials to them:
 * by bearer token on the root paths: a sandbox's tokens start with its id;
 * by API key on the root token endpoint: the one live sandbox that holds the key.
 
+What a tenant must not compute comes from the operating system's random source: a
+created sandbox's id, control token and API keys, and its seed when its body gives none.
+Its tokens and drawn webhook secrets are keyed by `secret`, the server's (docs/hosting.md,
+"What a tenant can see").
+
 Idle time is wall time (`wall`, injectable for tests): a sandbox nobody has called for
 its `ttl` expires; the default sandbox never does.
 """
@@ -16,7 +21,7 @@ its `ttl` expires; the default sandbox never does.
 from __future__ import annotations
 
 import asyncio
-import random
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,9 +31,10 @@ from typing import Any
 from ..clock import iso
 from ..errors import ApiError, TokenError, not_found
 from .quotas import NO_QUOTAS, Quotas
+from .randomness import own_seed, server_secret
 from .sandbox import Sandbox
-from .sandbox_ids import DEFAULT_ID, ID_PREFIX, RANDOM_DIGITS, created_id
-from .sandbox_options import parse_sandbox_options, with_own_keys
+from .sandbox_ids import DEFAULT_ID, ID_PREFIX, RANDOM_DIGITS, created_id, node_of
+from .sandbox_options import parse_sandbox_options, with_own_credentials
 from .startup import StartupState
 
 #: How many dropped ids are remembered, so that a late call learns why it got a 404.
@@ -45,8 +51,8 @@ class Entry:
     created_at: float  # wall time
     last_used_at: float
     ttl: float | None  # idle seconds before expiry; None never expires
-    #: How it was made (the create body, and the keys it got instead of the server's),
-    #: so a state file can make it again.
+    #: How it was made (the create body, with the seed it drew when the body gave none,
+    #: and the keys it got instead of the server's), so a state file can make it again.
     options: dict[str, Any] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)
 
@@ -84,6 +90,7 @@ class Sandboxes:
         quotas: Quotas = NO_QUOTAS,
         node_id: str | None = None,
         public_url: str | None = None,
+        secret: bytes | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
         now = wall()
@@ -104,13 +111,16 @@ class Sandboxes:
         self._closing: set[asyncio.Task[None]] = set()
         #: Told when a sandbox is created or dropped (the state file).
         self.observers: list[Any] = []
-        # Ids, keys and control tokens follow the server's seed: same run, same answers.
-        self._random = random.Random(f"{default.startup.seed}:sandboxes")
+        #: Keys every created sandbox's credentials (`randomness.Randomness`); a state
+        #: file keeps it, so that restored sandboxes go on with the same sequences.
+        self._secret = secret if secret is not None else server_secret()
 
     # -- creating and dropping ----------------------------------------------------------
 
     def create(self, body: dict[str, Any]) -> Entry:
         """A new sandbox from `body` (a `POST /_mock/sandboxes` body), started; all or nothing."""
+        if body.get("seed") is None:
+            body = {**body, "seed": own_seed()}  # never the server's
         options = parse_sandbox_options(body, self.default.sandbox.startup)
         startup = options.startup
         # What the body brings counts against the quotas; the server's own defaults,
@@ -134,7 +144,7 @@ class Sandboxes:
         keys = (
             []
             if options.accounts_given
-            else [f"ak_{sandbox_id}_{self._hex(12)}" for _ in options.startup.accounts]
+            else [f"ak_{sandbox_id}_{secrets.token_hex(16)}" for _ in options.startup.accounts]
         )
         now = self._wall()
         entry = self._add(
@@ -142,7 +152,7 @@ class Sandboxes:
             options.startup,
             body,
             keys,
-            f"ctl_{self._hex(32)}",
+            f"ctl_{secrets.token_hex(16)}",
             now,
             now,
             options.ttl or self._ttl,
@@ -182,7 +192,8 @@ class Sandboxes:
         ttl: float,
     ) -> Entry:
         if keys:
-            startup = replace(startup, accounts=with_own_keys(startup.accounts, keys))
+            startup = replace(startup, accounts=with_own_credentials(startup.accounts, keys))
+        startup = replace(startup, credential_key=self._secret)
         sandbox = self._make(startup, sandbox_id, self.quotas)
         entry = Entry(sandbox_id, sandbox, control_token, created_at, last_used_at, ttl, body, keys)
         self._live[sandbox_id] = entry
@@ -235,11 +246,28 @@ class Sandboxes:
             self._drop(entry, _expiry_reason(entry))
             entry = None
         if entry is None:
-            why = self._gone.get(sandbox_id, "does not exist on this server")
+            node = self.node_elsewhere(sandbox_id)
+            if node is not None:
+                raise not_found(
+                    f"Sandbox {sandbox_id} lives on node {node}, not on this one: the "
+                    "router sends its base path there (docs/cluster.md)"
+                )
+            why = self.missing_reason(sandbox_id)
             raise not_found(f"Sandbox {sandbox_id} {why}: create one with POST /_mock/sandboxes")
         if touch:
             entry.last_used_at = self._wall()
         return entry
+
+    def node_elsewhere(self, sandbox_id: str) -> str | None:
+        """The other node of a cluster that `sandbox_id` names, or None (this node's id,
+        or an id that names none)."""
+        node = node_of(sandbox_id)
+        return node if node is not None and node != self._node_id else None
+
+    def missing_reason(self, sandbox_id: str) -> str:
+        """Why no live sandbox here has this id: it was deleted or expired (which), or
+        this server never held it."""
+        return self._gone.get(sandbox_id, "does not exist on this server")
 
     def for_token(self, token: str) -> Entry | None:
         """The sandbox whose token this is (root paths); None when it is gone. A token
@@ -283,12 +311,9 @@ class Sandboxes:
 
     def _new_id(self) -> str:
         while True:
-            sandbox_id = created_id(self._node_id, self._hex(RANDOM_DIGITS))
+            sandbox_id = created_id(self._node_id, secrets.token_hex(RANDOM_DIGITS // 2))
             if sandbox_id not in self._live and sandbox_id not in self._gone:
                 return sandbox_id
-
-    def _hex(self, digits: int) -> str:
-        return f"{self._random.getrandbits(digits * 4):0{digits}x}"
 
     def _drop(self, entry: Entry, why: str) -> None:
         del self._live[entry.sandbox_id]

@@ -3,7 +3,7 @@ sandbox (`domain/sandbox.py`) and its saved state (`domain/state_document.py`) s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .accounts import AccountSpec
@@ -27,6 +27,9 @@ class StartupState:
     #: Where webhooks may go (the server's --webhook-allow, --webhook-deny-private): the
     #: same for every sandbox of a server, never read from a sandbox's own body or state.
     webhook_rules: DestinationRules = DEFAULT_RULES
+    #: A created sandbox's: the server's secret that keys its credentials
+    #: (`randomness.Randomness`); None in the default sandbox. Never shown.
+    credential_key: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(slots=True)

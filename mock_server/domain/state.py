@@ -47,13 +47,13 @@ class State:
         catalog: Catalog,
         accounts: tuple[AccountSpec, ...],
         sandbox_id: str = DEFAULT_ID,
+        credential_key: bytes | None = None,
     ) -> State:
         """A fresh state: the catalog copied (its stock and prices change live)."""
-        state = cls(
-            clock=clock, randomness=Randomness(seed, sandbox_id), catalog=copy.deepcopy(catalog)
-        )
+        randomness = Randomness(seed, sandbox_id, credential_key)
+        state = cls(clock=clock, randomness=randomness, catalog=copy.deepcopy(catalog))
         for spec in accounts:
-            state.add_account(spec.build(fallback_id=state.randomness.uuid()))
+            state.add_account(state.account_from(spec))
         return state
 
     def now(self, account_id: str | None = None) -> float:
@@ -62,6 +62,14 @@ class State:
 
     def order_id_for_ref(self, account_id: str, merchant_order_id: str) -> str | None:
         return self.orders_by_merchant_ref.get(account_id, {}).get(merchant_order_id)
+
+    def account_from(self, spec: AccountSpec) -> Account:
+        """An account as `spec` configures it; what it leaves out (its id, its webhook
+        secret) drawn from this state's random sequence."""
+        return spec.build(
+            fallback_id=self.randomness.uuid(),
+            fallback_secret=self.randomness.fallback_webhook_secret,
+        )
 
     def add_account(self, account: Account) -> None:
         self.accounts[account.id] = account

@@ -244,7 +244,7 @@ def restore(sandbox: Saved, document: Any) -> Restored:
         catalog = parse_catalog(doc.list("catalog"), "state: catalog")
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
-    randomness = Randomness(built.seed, sandbox.sandbox_id)
+    randomness = Randomness(built.seed, sandbox.sandbox_id, sandbox.startup.credential_key)
     drawn = doc.child("random")
     randomness.skip(*(drawn.integer(k, 0, 10**9) for k in ("ids", "tokens", "codes")))
     state = State(clock=clock, randomness=randomness, catalog=catalog)

@@ -38,12 +38,26 @@ async def merchant_sandbox(
     if token.startswith(ID_PREFIX):
         entry = sandboxes.for_token(token)
         if entry is None:
-            raise not_authenticated(
-                f"The sandbox {token.partition('.')[0]} that issued this token no longer "
-                "exists (deleted or expired): create a sandbox and exchange its API key"
-            )
+            raise not_authenticated(_why_no_sandbox(request, sandboxes, token.partition(".")[0]))
         return entry.sandbox
     return sandboxes.default.sandbox
+
+
+def _why_no_sandbox(request: web.BaseRequest, sandboxes: Sandboxes, sandbox_id: str) -> str:
+    """A root call's token names a sandbox this server does not hold: on another node of
+    a cluster (root paths reach the first node's sandboxes only: docs/cluster.md), or
+    gone."""
+    node = sandboxes.node_elsewhere(sandbox_id)
+    if node is not None:
+        base_url = f"{server_url(request, sandboxes.public_url)}/_mock/sandboxes/{sandbox_id}"
+        return (
+            f"The sandbox {sandbox_id} that issued this token lives on node {node}, which "
+            f"the root paths do not reach: call it through its base_url, {base_url}"
+        )
+    return (
+        f"The sandbox {sandbox_id} that issued this token {sandboxes.missing_reason(sandbox_id)}"
+        ": create a sandbox and exchange its API key"
+    )
 
 
 async def _api_key_in_body(request: web.BaseRequest) -> str | None:
