@@ -57,6 +57,9 @@ class Settings:
     sandbox_max_scenarios: int | None = None
     sandbox_max_accounts: int | None = None
     sandbox_max_catalog: int | None = None
+    sandbox_max_faults: int | None = None
+    sandbox_max_queue: int | None = None
+    sandbox_max_tokens: int | None = None
     #: `--state PATH`: keep every sandbox's state in this SQLite file (docs/state.md).
     state: str | None = None
     # HTTPS (the README's configuration table): either `tls="self-signed"` (CA written
@@ -218,6 +221,9 @@ SERVE_OPTIONS: tuple[Option, ...] = (
             ("scenarios", "scenarios loaded at run time"),
             ("accounts", "accounts"),
             ("catalog", "catalog items"),
+            ("faults", "injected faults pending"),
+            ("queue", "scenario queue entries"),
+            ("tokens", "unexpired access tokens"),
         )
     ),
     Option(

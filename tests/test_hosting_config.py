@@ -1,8 +1,9 @@
 """docs/hosting.md's public test mode runs as written: its bash block, run by bash with
 only the address changed (to 127.0.0.1 and a free port, as every server in the tests),
 starts a server that answers over HTTPS with the CA it wrote, guards control calls with
-the admin token it was given, keeps webhooks off loopback, limits a sandbox's rate and
-quotas, and keeps its state in the file it names."""
+the admin token it was given (the same one when the block is run again), keeps webhooks
+off loopback, limits a sandbox's rate and quotas, and keeps its state in the file it
+names."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import os
 import re
 import ssl
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -59,15 +61,15 @@ def test_the_public_test_mode_runs_as_written(tmp_path: Path):
     # environment the block gives, by asking bash to print it to a file first.
     script = as_run_here(documented_block()).replace(
         "exec mock-server serve",
-        'printf %s "$MOCK_ADMIN_TOKEN" > admin-token; exec mock-server serve',
+        'printf %s "$MOCK_ADMIN_TOKEN" > seen-token; exec mock-server serve',
         1,
     )
     server = ServerProcess(["bash", "-c", script], env, tmp_path)
     try:
         server.wait_ready()
         assert server.scheme == "https"
-        token = (tmp_path / "admin-token").read_text()
-        assert len(token) == 64
+        token = (tmp_path / "seen-token").read_text()
+        assert len(token) == 64 and token == (tmp_path / "admin-token").read_text().strip()
         context = ssl.create_default_context(cafile=str(tmp_path / "sandbox-ca.pem"))
         admin = {"Authorization": f"Bearer {token}"}
         assert call(server, context, "GET", "/_mock/health")[0] == 200
@@ -100,6 +102,18 @@ def test_the_public_test_mode_runs_as_written(tmp_path: Path):
             server, context, "PUT", f"{base}/_mock/accounts", body={"accounts": many}, headers=own
         )
         assert status == 429 and refused["code"] == "quota_exceeded"
+        # At most 100 faults pending.
+        fault = {"path": "/api/v1/orders/*", "status": 503}
+        for _ in range(100):
+            status, _ = call(
+                server, context, "POST", f"{base}/_mock/faults", body=fault, headers=own
+            )
+            assert status == 201
+        status, refused = call(
+            server, context, "POST", f"{base}/_mock/faults", body=fault, headers=own
+        )
+        assert status == 429 and "--sandbox-max-faults" in refused["detail"]
+        assert call(server, context, "DELETE", f"{base}/_mock/faults", headers=own)[0] == 200
         # The rate: 50 a second in bursts of 100, then 429 rate_limited (calls made
         # back to back outrun the refill well before 400).
         answers = []
@@ -112,3 +126,22 @@ def test_the_public_test_mode_runs_as_written(tmp_path: Path):
         server.stop(within=5)
         server.kill()
     assert (tmp_path / "sandboxes.db").exists()
+
+
+def test_running_the_block_again_keeps_the_admin_token(tmp_path: Path):
+    """The block makes the admin token once and reuses it, readable by its owner only."""
+    before_server = documented_block().split("mock-server serve", 1)[0]
+    script = before_server + 'printf %s "$MOCK_ADMIN_TOKEN"'
+    env = clean_env(PATH=os.environ["PATH"])
+
+    def run() -> str:
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    first = run()
+    assert re.fullmatch(r"[0-9a-f]{64}", first)
+    assert run() == first
+    assert (tmp_path / "admin-token").stat().st_mode & 0o077 == 0

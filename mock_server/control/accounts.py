@@ -26,9 +26,7 @@ async def list_accounts(request: web.BaseRequest) -> web.Response:
 async def create_account(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
     body = await read_object(request)
-    account = admin.create_account(
-        sandbox.state, body, sandbox.startup.webhook_rules, sandbox.quotas
-    )
+    account = admin.create_account(sandbox.state, body, sandbox.policy)
     created = admin.account_view(account) | {"api_key": account.api_keys[0]}
     return json_response(created, status=201)
 
@@ -50,7 +48,7 @@ async def patch_account(request: web.BaseRequest) -> web.Response:
     body = await read_object(request)
     sandbox = sandbox_of(request)
     account_id = params_of(request)["account_id"]
-    account = admin.patch_account(sandbox.state, account_id, body, sandbox.startup.webhook_rules)
+    account = admin.patch_account(sandbox.state, account_id, body, sandbox.policy)
     return json_response(admin.account_view(account))
 
 
@@ -83,7 +81,7 @@ async def read_catalog(request: web.BaseRequest) -> web.Response:
 @routes.put("/_mock/catalog")
 async def replace_catalog(request: web.BaseRequest) -> web.Response:
     sandbox = sandbox_of(request)
-    catalog = admin.replace_catalog(sandbox.state, await read_document(request), sandbox.quotas)
+    catalog = admin.replace_catalog(sandbox.state, await read_document(request), sandbox.policy)
     return json_response({"items": catalog.to_feed()})
 
 

@@ -73,7 +73,8 @@ async def list_faults(request: web.BaseRequest) -> web.Response:
 
 @routes.post("/_mock/faults")
 async def add_fault(request: web.BaseRequest) -> web.Response:
-    fault = sandbox_of(request).faults.add(await read_object(request))
+    sandbox = sandbox_of(request)
+    fault = sandbox.faults.add(await read_object(request), sandbox.quotas)
     return json_response(fault.to_json(), status=201)
 
 

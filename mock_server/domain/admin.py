@@ -16,7 +16,7 @@ from .catalog import Catalog, Item, parse_catalog
 from .destinations import DestinationRules
 from .ledger import Ledger
 from .money import major
-from .quotas import Quotas
+from .policy import Policy
 from .state import State
 from .tokens import Tokens
 
@@ -68,11 +68,9 @@ def _spec_from_body(body: dict[str, Any], rules: DestinationRules) -> AccountSpe
     return spec
 
 
-def create_account(
-    state: State, body: dict[str, Any], rules: DestinationRules, quotas: Quotas
-) -> Account:
-    spec = _spec_from_body(body, rules)
-    quotas.check("accounts", len(state.accounts) + 1)
+def create_account(state: State, body: dict[str, Any], policy: Policy) -> Account:
+    spec = _spec_from_body(body, policy.rules)
+    policy.quotas.check("accounts", len(state.accounts) + 1)
     new_key = "api_key" not in body and "api_keys" not in body
     if any(a.email == spec.email for a in state.accounts.values()):
         raise already_exists(f"An account with email {spec.email} exists")
@@ -91,9 +89,7 @@ def create_account(
     return account
 
 
-def patch_account(
-    state: State, account_id: str, body: dict[str, Any], rules: DestinationRules
-) -> Account:
+def patch_account(state: State, account_id: str, body: dict[str, Any], policy: Policy) -> Account:
     account = find_account(state, account_id)
     unknown = sorted(set(body) - _PATCHABLE_ACCOUNT)
     if unknown:
@@ -114,7 +110,7 @@ def patch_account(
             raise validation_error(f"balance {exc}") from exc
         if not 0 <= balance <= MAX_BALANCE_CENTS:
             raise validation_error(f"balance must be 0 to {MAX_BALANCE_CENTS // 100}")
-    spec = _spec_from_body(probe, rules)
+    spec = _spec_from_body(probe, policy.rules)
     if "balance" in body:
         state.ledger.adjust(account, balance, state.now(account.id))
     if "has_active_subscription" in body:
@@ -128,15 +124,13 @@ def patch_account(
     return account
 
 
-def replace_accounts(
-    state: State, data: Any, rules: DestinationRules, quotas: Quotas
-) -> list[Account]:
+def replace_accounts(state: State, data: Any, policy: Policy) -> list[Account]:
     """Every account replaced by those of an accounts document (an `--accounts` file, as JSON)."""
     try:
-        specs = parse_accounts(data, "request body", rules)
+        specs = parse_accounts(data, "request body", policy.rules)
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
-    quotas.check("accounts", len(specs))
+    policy.quotas.check("accounts", len(specs))
     _forget_account_activity(state)
     state.accounts.clear()
     state.account_by_key.clear()
@@ -184,19 +178,21 @@ def issue_api_key(state: State, account_id: str) -> str:
 
 
 def revoke_api_key(state: State, key: str) -> None:
-    """Forget a key: exchanging it fails, and tokens issued for it stop working."""
+    """Forget a key: exchanging it fails, and tokens issued for it stop working (and no
+    longer count against the tokens quota: they are dropped)."""
     account_id = state.account_by_key.pop(key, None)
     if account_id is None:
         raise not_found(f"API key {key} not found")
     state.accounts[account_id].api_keys.remove(key)
+    state.tokens.revoke(key)
 
 
-def replace_catalog(state: State, data: Any, quotas: Quotas) -> Catalog:
+def replace_catalog(state: State, data: Any, policy: Policy) -> Catalog:
     try:
         catalog = parse_catalog(data, "request body")
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
-    quotas.check("catalog", len(catalog))
+    policy.quotas.check("catalog", len(catalog))
     state.catalog = catalog
     return catalog
 

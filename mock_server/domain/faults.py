@@ -5,6 +5,7 @@ and answers `status` instead of the real response, `times` times (or until clear
 `latency_ms` delays the answer in wall time (it exercises the caller's own timeouts).
 `after_commit: true` lets the real operation happen first, then answers the error:
 the "5xx after the order was created and charged" case of spec section 7.
+How many may be pending at once is a quota (docs/hosting.md, "Quotas").
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import validation_error
+from .quotas import NO_QUOTAS, Quotas
 
 _KEYS = {"method", "path", "status", "times", "latency_ms", "after_commit"}
+#: The longest method and path a fault keeps: with the faults quota they bound what a
+#: sandbox's faults can hold (docs/hosting.md, "Sizing").
+MAX_METHOD = 32
+MAX_PATH = 2048
 
 
 @dataclass(slots=True)
@@ -52,7 +58,15 @@ class Faults:
     def __bool__(self) -> bool:
         return bool(self._faults)
 
-    def add(self, body: dict[str, Any]) -> Fault:
+    def __len__(self) -> int:
+        return len(self._faults)
+
+    def add(
+        self, body: dict[str, Any], quotas: Quotas = NO_QUOTAS, *, restoring: bool = False
+    ) -> Fault:
+        """Check `body` and add the fault it describes; past the faults quota, 429 and
+        nothing added (nor an id drawn). `restoring`: a saved fault, kept whatever the
+        length of its method and path (it was accepted when it was saved)."""
         unknown = sorted(set(body) - _KEYS)
         if unknown:
             raise validation_error(
@@ -66,8 +80,12 @@ class Faults:
         after_commit = body.get("after_commit", False)
         if not isinstance(method, str) or not method:
             raise validation_error("method must be an HTTP method or '*'")
+        if len(method) > MAX_METHOD and not restoring:
+            raise validation_error(f"method must be at most {MAX_METHOD} characters")
         if not isinstance(path, str) or not path.startswith("/"):
             raise validation_error("path is required: a path or pattern such as /api/v1/orders")
+        if len(path) > MAX_PATH and not restoring:
+            raise validation_error(f"path must be at most {MAX_PATH} characters")
         if path.startswith("/_mock"):
             raise validation_error("faults apply to the merchant API, not to /_mock")
         if not _int_in(status, 400, 599):
@@ -78,6 +96,7 @@ class Faults:
             raise validation_error("latency_ms must be an integer 0..60000")
         if not isinstance(after_commit, bool):
             raise validation_error("after_commit must be true or false")
+        quotas.check("faults", len(self._faults) + 1)
         fault = Fault(next(self._ids), method.upper(), path, status, times, latency, after_commit)
         self._faults.append(fault)
         return fault
@@ -106,7 +125,7 @@ class Faults:
     def load(cls, data: dict[str, Any]) -> Faults:
         faults = cls()
         for record in data["faults"]:
-            faults.add({k: v for k, v in record.items() if k != "id"})
+            faults.add({k: v for k, v in record.items() if k != "id"}, restoring=True)
             faults._faults[-1].id = record["id"]
         faults._ids = itertools.count(data["next_id"])
         return faults

@@ -1,7 +1,9 @@
 """What one sandbox may hold (docs/hosting.md, "Quotas"): orders, scenarios loaded at run
-time, accounts and catalog items. On a server many merchants share, a sandbox that grew
-without bound would take the memory every other sandbox lives in. A call past a quota is
-refused with 429 `quota_exceeded`, before anything is made, charged or stored.
+time, accounts, catalog items, injected faults, scenario queue entries and unexpired
+access tokens. On a server many merchants share, a sandbox that grew without bound would
+take the memory every other sandbox lives in. A call past a quota is refused with 429
+`quota_exceeded` (the token endpoint's own `{"error"}` shape there, spec 4.1), before
+anything is made, charged or stored.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ApiError
+from .tokens import TOKEN_LIFETIME
 
 #: Each quota's flag and how to free room under it.
 _WHAT = {
@@ -28,10 +31,36 @@ _WHAT = {
         "--sandbox-max-catalog",
         "replace the catalog with fewer items (PUT /_mock/catalog)",
     ),
+    "faults": (
+        "injected faults pending",
+        "--sandbox-max-faults",
+        "DELETE /_mock/faults clears them (a fault with `times` goes once used up)",
+    ),
+    "queue": (
+        "scenario queue entries",
+        "--sandbox-max-queue",
+        'queue with "replace": true (POST /_mock/scenarios/next) or POST /_mock/reset '
+        "(an entry with a count goes once its orders are placed)",
+    ),
+    "tokens": (
+        "unexpired access tokens",
+        "--sandbox-max-tokens",
+        f"a token expires {TOKEN_LIFETIME / 3600:g} hours of virtual time after it is issued "
+        "(POST /_mock/clock/advance moves the clock); revoking its API key "
+        "(DELETE /_mock/api-keys/{key}) or POST /_mock/reset drops tokens at once",
+    ),
 }
 
 #: A created sandbox's quotas when the server sets none (the default sandbox has none).
-CREATED_DEFAULTS = {"orders": 100_000, "scenarios": 100, "accounts": 100, "catalog": 10_000}
+CREATED_DEFAULTS = {
+    "orders": 100_000,
+    "scenarios": 100,
+    "accounts": 100,
+    "catalog": 10_000,
+    "faults": 1000,
+    "queue": 1000,
+    "tokens": 10_000,
+}
 
 
 @dataclass(frozen=True)
@@ -42,19 +71,30 @@ class Quotas:
     scenarios: int | None = None
     accounts: int | None = None
     catalog: int | None = None
+    faults: int | None = None
+    queue: int | None = None
+    tokens: int | None = None
 
     def check(self, quota: str, count: int) -> None:
         """Refuse, with 429 `quota_exceeded`, what would make the sandbox hold `count`."""
+        refused = self.refusal(quota, count)
+        if refused is not None:
+            raise refused
+
+    def refusal(self, quota: str, count: int) -> ApiError | None:
+        """The 429 `quota_exceeded` that holding `count` would get, or None: for a caller
+        that answers in its own shape (the token endpoint, spec 4.1)."""
         limit = getattr(self, quota)
-        if limit is not None and count > limit:
-            what, flag, free = _WHAT[quota]
-            raise ApiError(
-                429,
-                "quota_exceeded",
-                f"This sandbox may hold at most {limit} {what} ({flag}); this call would "
-                f"make {count}: {free}",
-                cause=quota,
-            )
+        if limit is None or count <= limit:
+            return None
+        what, flag, free = _WHAT[quota]
+        return ApiError(
+            429,
+            "quota_exceeded",
+            f"This sandbox may hold at most {limit} {what} ({flag}); this call would "
+            f"make {count}: {free}",
+            cause=quota,
+        )
 
 
 NO_QUOTAS = Quotas()

@@ -38,6 +38,7 @@ from .money import charge_for, major
 from .order_request import OrderRequest, parse_order_request
 from .orders import PENDING_WEBHOOK, Order
 from .plants import Plant
+from .policy import Policy
 from .quotas import NO_QUOTAS, Quotas
 from .sandbox_ids import DEFAULT_ID
 from .scenarios import Scenario, WebhookChaos, parse_scenarios
@@ -72,8 +73,8 @@ class Sandbox:
         quotas: Quotas = NO_QUOTAS,
     ) -> None:
         self.startup = startup
-        #: What this sandbox may hold (`domain/quotas.py`).
-        self.quotas = quotas
+        #: Where its webhooks may go and what it may hold (`domain/policy.py`).
+        self.policy = Policy(startup.webhook_rules, quotas)
         #: Scenarios loaded at run time since the last reset, counted against its quota.
         self.runtime_scenarios = 0
         self.sandbox_id = sandbox_id
@@ -109,6 +110,11 @@ class Sandbox:
     @property
     def clock(self) -> Clock:
         return self.state.clock
+
+    @property
+    def quotas(self) -> Quotas:
+        """What this sandbox may hold (`domain/quotas.py`): its policy's."""
+        return self.policy.quotas
 
     def _fresh_state(self, clock: Clock) -> State:
         return State.build(
@@ -151,8 +157,13 @@ class Sandbox:
         account_id = self.state.account_by_key.get(api_key)
         if account_id is None:
             raise TokenError(401, "Invalid API key")
+        tokens, now = self.state.tokens, self.state.now(account_id)
+        # Past the quota: 429 in this endpoint's own shape (spec 4.1), nothing drawn.
+        over = self.quotas.refusal("tokens", tokens.live_count(now) + 1)
+        if over is not None:
+            raise TokenError(429, over.detail)
         token = self.state.randomness.token()
-        self.state.tokens.issue(token, account_id, api_key, self.state.now(account_id))
+        tokens.issue(token, account_id, api_key, now)
         if self.recorder is not None:
             self.recorder.token(self, token)
         return {"access_token": token, "token_type": "Bearer"}
@@ -290,7 +301,8 @@ class Sandbox:
         self, name: Any, *, account_id: Any = None, count: Any = 1, replace: Any = False
     ) -> QueuedScenario:
         """The next `count` orders (of `account_id`, or of any account) get `name`;
-        `replace` first drops what was queued for the same account (or for any)."""
+        `replace` first drops what was queued for the same account (or for any). The
+        entry counts once against the queue quota, whatever its `count` (null too)."""
         if not isinstance(name, str) or name not in self.scenarios:
             raise validation_error(f"Unknown scenario {name!r}; known: {', '.join(self.scenarios)}")
         if account_id is not None and not isinstance(account_id, str):
@@ -303,8 +315,9 @@ class Sandbox:
             raise validation_error("count must be an integer 1 to 1000000, or null for every order")
         if not isinstance(replace, bool):
             raise validation_error("replace must be true or false")
-        if replace:
-            self.queue = [e for e in self.queue if e.account_id != account_id]
+        kept = [e for e in self.queue if e.account_id != account_id] if replace else self.queue
+        self.quotas.check("queue", len(kept) + 1)  # refused: nothing dropped either
+        self.queue = kept
         entry = QueuedScenario(self.scenarios[name], account_id, count)
         self.queue.append(entry)
         return entry
@@ -360,7 +373,7 @@ class Sandbox:
     def replace_accounts(self, data: Any) -> list[Account]:
         """Every account replaced (see `admin.replace_accounts`); queue entries aimed at
         the replaced accounts go with them."""
-        accounts = admin.replace_accounts(self.state, data, self.startup.webhook_rules, self.quotas)
+        accounts = admin.replace_accounts(self.state, data, self.policy)
         self.queue = [entry for entry in self.queue if entry.account_id is None]
         self.generation += 1  # orders and deliveries of the old accounts are gone
         return accounts
@@ -399,6 +412,9 @@ class Sandbox:
         quotas.check("accounts", len(restored.state.accounts))
         quotas.check("catalog", len(restored.state.catalog))
         quotas.check("scenarios", restored.runtime_scenarios)
+        quotas.check("faults", len(restored.faults))
+        quotas.check("queue", len(restored.queue))
+        quotas.check("tokens", restored.state.tokens.live_count(restored.state.clock.now()))
         self.adopt(restored)
 
     def resume_saved(self, document: Any) -> None:

@@ -259,6 +259,8 @@ def restore(sandbox: Saved, document: Any) -> Restored:
         token, account_id, api_key, expires_at = fixed_list(row, 4, f"state: tokens[{index}]")
         if account_id not in state.accounts:
             raise validation_error(f"state: tokens[{index}]: no account {account_id}")
+        if state.account_by_key.get(str(api_key)) != account_id:
+            continue  # its key was revoked: the token works no more, nor counts
         state.tokens.restore(str(token), Grant(str(account_id), str(api_key), float(expires_at)))
     plants = doc.items("plants")
     for plant in plants:

@@ -170,7 +170,7 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 request_body=body(ref("AccountInput"), {"email": "ci@example.com", "balance": 100}),
                 errors={
                     "409": error("An account with that email, key or id exists.", "already_exists"),
-                    **quota_errors(),
+                    **quota_errors("--sandbox-max-accounts"),
                 },
             ),
             "put": control(
@@ -180,7 +180,7 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 ("200", "The new accounts.", ref("AccountList")),
                 description="Orders, deliveries, tokens and ledger entries of the old "
                 "accounts go with them; the catalog stays. JSON or YAML.",
-                errors=quota_errors(),
+                errors=quota_errors("--sandbox-max-accounts"),
                 request_body=body(
                     ref("AccountsDocument"),
                     {"accounts": [{"email": "shop@example.com", "api_key": "ak_shop_1"}]},
@@ -269,7 +269,7 @@ def _control_catalog() -> dict[str, dict[str, Any]]:
                 tag,
                 ("200", "The new catalog.", ref("Catalog")),
                 description="Same checks as `--catalog`; JSON or YAML.",
-                errors=quota_errors(),
+                errors=quota_errors("--sandbox-max-catalog"),
                 request_body=body(
                     ref("CatalogDocument"),
                     {
@@ -322,7 +322,7 @@ def _control_scenarios() -> dict[str, dict[str, Any]]:
                 ("201", "Their names.", ref("LoadedScenarios")),
                 description="A scenario with the name of a loaded one replaces it. All or "
                 "nothing. JSON or YAML.",
-                errors=quota_errors(),
+                errors=quota_errors("--sandbox-max-scenarios"),
                 request_body=body(ref("ScenarioDocument"), {"scenarios": [example]}, yaml=True),
             ),
         },
@@ -332,9 +332,10 @@ def _control_scenarios() -> dict[str, dict[str, Any]]:
                 "Queue a scenario for the next orders",
                 tag,
                 ("201", "The queue entry.", ref("QueueEntry")),
-                description=f"The `{SCENARIO_HEADER}` header still wins over the queue.",
+                description=f"The `{SCENARIO_HEADER}` header still wins over the queue. "
+                "Each entry counts once against `--sandbox-max-queue`, whatever its `count`.",
                 request_body=body(ref("QueueRequest"), {"scenario": "timeout_partial"}),
-                errors=not_found("account"),
+                errors={**not_found("account"), **quota_errors("--sandbox-max-queue")},
             ),
         },
         "/_mock/scenarios/explain": {
@@ -436,6 +437,7 @@ def _control_inspection() -> dict[str, dict[str, Any]]:
                     ref("FaultInput"),
                     {"method": "GET", "path": "/api/v1/orders/*", "status": 503, "times": 1},
                 ),
+                errors=quota_errors("--sandbox-max-faults"),
             ),
             "delete": control(
                 "mockClearFaults",

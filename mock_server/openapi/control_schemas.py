@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..domain.accounts import DEFAULT_SIGNATURE_HEADERS
 from ..domain.catalog import FIELD_TYPES, PRODUCT_TYPES
+from ..domain.faults import MAX_METHOD, MAX_PATH
 from ..domain.statuses import STATUSES
 from .schema_helpers import (
     DELIVERY_STATUSES,
@@ -435,10 +436,13 @@ def _inspection_schemas() -> dict[str, Schema]:
         ),
         "FaultInput": obj(
             {
-                "method": string("An HTTP method, or `*` (default).", minLength=1),
+                "method": string(
+                    "An HTTP method, or `*` (default).", minLength=1, maxLength=MAX_METHOD
+                ),
                 "path": string(
                     "Path or `fnmatch` pattern such as `/api/v1/orders/*`; not under `/_mock`.",
                     pattern="^/(?!_mock)",
+                    maxLength=MAX_PATH,
                 ),
                 "status": integer("Default 500.", minimum=400, maximum=599),
                 "times": nullable(integer("Omit for always.", minimum=1, maximum=1_000_000)),

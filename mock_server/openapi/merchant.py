@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from ..config import MAX_BODY_BYTES
+from ..domain.quotas import CREATED_DEFAULTS, Quotas
 from ..domain.tokens import TOKEN_LIFETIME
 from ..merchant.api import PREFIXES, SCENARIO_HEADER
 from .schema_helpers import (
@@ -41,6 +42,9 @@ SCENARIO_PARAM = {
 
 def _exchange_token() -> dict[str, Any]:
     hours = TOKEN_LIFETIME / 3600
+    limit = CREATED_DEFAULTS["tokens"]
+    full = Quotas(tokens=limit).refusal("tokens", limit + 1)
+    assert full is not None
     return operation(
         "exchangeToken",
         "Exchange an API key for an access token",
@@ -65,8 +69,13 @@ def _exchange_token() -> dict[str, Any]:
             "405": use("MethodNotAllowed"),
             "413": response(f"The body is over {MAX_BODY_BYTES} bytes.", ref("TokenError")),
             "429": response(
-                "Only with --sandbox-rate: over the server's rate; see `Retry-After`.",
+                "Over the server's rate (only with --sandbox-rate; see `Retry-After`), or "
+                "the sandbox holds as many unexpired access tokens as its quota allows "
+                "(`--sandbox-max-tokens`; a created sandbox has it by default): the error "
+                "names the quota and how to free room, and no token was issued. In this "
+                'endpoint\'s `{"error"}` shape, not the envelope.',
                 ref("TokenError"),
+                example={"error": full.detail},
             ),
             "5XX": use("InternalError"),
         },

@@ -249,13 +249,23 @@ def merchant_errors(*, reads_body: bool, authenticated: bool = True) -> dict[str
 #: What a call past one of a sandbox's quotas answers (docs/hosting.md, "Quotas").
 QUOTA_EXCEEDED = (
     "The sandbox holds what its quota allows (`--sandbox-max-orders`, `-scenarios`, "
-    "`-accounts`, `-catalog`; a created sandbox has them by default): the detail names "
-    "the quota and how to free room. Nothing was made, charged or stored."
+    "`-accounts`, `-catalog`, `-faults`, `-queue`, `-tokens`; a created sandbox has them "
+    "by default): the detail names the quota and how to free room. Nothing was made, "
+    "charged or stored."
 )
 
 
-def quota_errors() -> dict[str, Any]:
-    return {"429": error(QUOTA_EXCEEDED, "quota_exceeded")}
+def quota_errors(*flags: str) -> dict[str, Any]:
+    """429 `quota_exceeded`; `flags`: the quotas this operation can meet, when it is
+    not every one a whole document can (`--sandbox-max-faults`)."""
+    if not flags:
+        return {"429": error(QUOTA_EXCEEDED, "quota_exceeded")}
+    named = ", ".join(f"`{flag}`" for flag in flags)
+    description = (
+        f"The sandbox holds what its quota allows ({named}; a created sandbox has it by "
+        "default): the detail names the quota and how to free room. Nothing was stored."
+    )
+    return {"429": error(description, "quota_exceeded")}
 
 
 def control_errors(*, reads_body: bool = False, protected: bool = True) -> dict[str, Any]:
