@@ -180,7 +180,7 @@ class StateFile:
                 document = self._document(sandbox_id, orjson.loads(rest_json), own)
                 entry = orjson.loads(entry_json)
                 if sandbox_id == DEFAULT_ID:
-                    sandbox = sandboxes.default.sandbox
+                    sandbox = sandboxes.resume_default(entry["created_at"]).sandbox
                 else:
                     sandbox = sandboxes.restore(
                         sandbox_id,
@@ -401,7 +401,12 @@ class StateFile:
         return _Transaction(self._db)
 
     def close(self) -> None:
-        """Last writes; the sandboxes then stop without their rows being dropped."""
+        """Last writes, every sandbox's included: what reads changed (their coverage
+        counts, a fault's use) is written now, since a read does not wait for the file.
+        The sandboxes then stop without their rows being dropped."""
+        if self._sandboxes is not None:
+            for entry in self._sandboxes.entries():
+                self.touched(entry.sandbox)
         self.flush()
         if self._sandboxes is not None and self in self._sandboxes.observers:
             self._sandboxes.observers.remove(self)

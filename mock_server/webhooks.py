@@ -137,7 +137,7 @@ class WebhookSender:
                 "webhook",
                 delivery.id,
                 "attempt",
-                len(delivery.attempts) + 1,
+                delivery.scheduled_attempts + 1,  # the same when a saved plan resumes
                 "order",
                 delivery.order_id,
             ),

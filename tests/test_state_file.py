@@ -7,7 +7,6 @@ The servers are real processes (as a CI container runs them), on the manual cloc
 from __future__ import annotations
 
 import json
-import re
 import signal
 import sqlite3
 import urllib.request
@@ -225,6 +224,12 @@ def saved_out_of_order(base: str) -> None:
     for path in ("/api/v1/account/balance", "/api/v1/account/me"):
         assert call(base, "POST", "/_mock/faults", {"path": path, "status": 503})[0] == 201
     assert call(base, "PATCH", "/_mock/catalog/items/1001", {"stock": 7})[0] == 200
+    # Reads last: what they count (coverage, a fault's use) is not written before they
+    # answer, yet survives a clean stop.
+    assert call(base, "GET", "/api/v1/account/balance", token=token)[0] == 503
+    first = call(base, "GET", "/_mock/orders")[1]["orders"][0]["id"]
+    assert call(base, "GET", f"/v1/orders/{first}", token=token)[0] == 200
+    assert call(base, "GET", "/v1/orders/nope", token=token)[0] == 404
 
 
 def every_list(base: str) -> dict[str, Any]:
@@ -255,20 +260,23 @@ def every_list(base: str) -> dict[str, Any]:
 
 
 def without_provenance(answers: dict[str, Any]) -> dict[str, Any]:
-    """Two labels say where a thing came from rather than what it is, and a restored
-    one tells the truth about having been restored: a loaded scenario's `source` (read
-    from `scenarios_loaded` of the saved state), and the attempt number in a planned
-    webhook job's label (counted when the job was planned; a restored job counts the
-    manual redeliveries made since). What each list holds, and in which order, stays,
-    except among jobs due at the same instant: webhook attempts that fall due together
-    go out concurrently, so their retries are planned in the order the attempts ended."""
-    for scenario in answers["/_mock/scenarios"]["scenarios"]:
-        scenario["source"] = None
+    """What each list holds, and in which order, stays (a loaded scenario's `source`
+    and a planned job's label included), except among jobs due at the same instant:
+    webhook attempts that fall due together go out concurrently, so their retries are
+    planned in the order the attempts ended."""
     jobs = answers["/_mock/jobs?upcoming=100"]["upcoming"]
-    for job in jobs:
-        job["job"] = re.sub(r" attempt \d+ ", " attempt ", job["job"])
     jobs.sort(key=lambda job: (job["due"], job["job"]))  # stable for distinct instants
     return answers
+
+
+def sandbox_entries(server: str) -> list[dict[str, Any]]:
+    """Every sandbox's entry but when it was last used (reads are not saved), its base
+    URL without the server's (a restarted server has another port)."""
+    listed = call(server, "GET", "/_mock/sandboxes")[1]["sandboxes"]
+    for entry in listed:
+        del entry["last_used_at"]
+        entry["base_url"] = entry["base_url"].removeprefix(server)
+    return listed
 
 
 def test_every_list_keeps_its_creation_order_across_a_restart(launch, tmp_path):
@@ -276,6 +284,8 @@ def test_every_list_keeps_its_creation_order_across_a_restart(launch, tmp_path):
     server = started(launch, state)
     saved_out_of_order(server.url)
     before = every_list(server.url)
+    entries = sandbox_entries(server.url)
+    assert before["/_mock/coverage"]["exercised"]["prefixes"]["/v1"] == 2
     made = [order["id"] for order in before["/_mock/orders"]["orders"]]
     statuses = [order["status"] for order in before["/_mock/orders"]["orders"]]
     # The first order was made first and changed last.
@@ -286,6 +296,7 @@ def test_every_list_keeps_its_creation_order_across_a_restart(launch, tmp_path):
     after = every_list(again.url)
     assert [path for path, answer in before.items() if after[path] != answer] == []
     assert [order["id"] for order in after["/_mock/orders"]["orders"]] == made
+    assert sandbox_entries(again.url) == entries  # the default sandbox's created_at too
 
 
 def test_created_sandboxes_keep_their_order_across_a_restart(launch, tmp_path):
@@ -302,9 +313,8 @@ def test_created_sandboxes_keep_their_order_across_a_restart(launch, tmp_path):
     again = started(launch, state)
     listed_again = call(again.url, "GET", "/_mock/sandboxes")[1]["sandboxes"]
     assert [s["id"] for s in listed_again] == [s["id"] for s in listed]
-    # Reads are not saved, so last_used_at may be older; when a created one was made is
-    # exact (the default sandbox's created_at is when its server started).
-    assert [s["created_at"] for s in listed_again[1:]] == [s["created_at"] for s in listed[1:]]
+    # Reads are not saved, so last_used_at may be older; when each was made is exact.
+    assert [s["created_at"] for s in listed_again] == [s["created_at"] for s in listed]
 
 
 def test_a_loaded_state_keeps_its_order_then_and_across_a_restart(launch, tmp_path):

@@ -117,6 +117,11 @@ class Delivery:
     def finished(self) -> bool:
         return self.status in ("delivered", "failed", "dropped")
 
+    @property
+    def scheduled_attempts(self) -> int:
+        """Attempts of the retry schedule made so far (manual redeliveries are not)."""
+        return sum(1 for a in self.attempts if not a.manual)
+
     def record(self, attempt: Attempt) -> None:
         """Count an attempt and decide what comes next (spec 6: only 200 is success).
 
@@ -124,7 +129,7 @@ class Delivery:
         attempt leaves a planned attempt in place, and otherwise ends `failed`.
         """
         self.attempts += (attempt,)
-        scheduled = sum(1 for a in self.attempts if not a.manual)
+        scheduled = self.scheduled_attempts
         if attempt.status_code == 200:
             self.status, self.next_attempt_at = "delivered", None
         elif attempt.manual:

@@ -200,6 +200,12 @@ class Sandboxes:
         sandbox.start()
         return entry
 
+    def resume_default(self, created_at: float) -> Entry:
+        """The default sandbox of an earlier run (a state file): made when that run's
+        server first started."""
+        self.default.created_at = created_at
+        return self.default
+
     def delete(self, sandbox_id: str) -> None:
         if sandbox_id == DEFAULT_ID:
             raise ApiError(

@@ -12,6 +12,7 @@ live event readers are not state: they start empty.
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 from sys import intern
 from typing import TYPE_CHECKING, Any, Protocol
@@ -48,6 +49,7 @@ class Saved(Protocol):
     sandbox_id: str
     state: State
     seed: int
+    scenarios: dict[str, Scenario]
     loaded_documents: list[Any]
     queue: list[QueuedScenario]
     faults: Faults
@@ -83,6 +85,7 @@ def dump_rest(sandbox: Saved) -> dict[str, Any]:
         "clock": {"mode": clock.mode, "time_scale": clock.time_scale, "now": clock.now()},
         "random": dict(state.randomness.drawn),
         "scenarios_loaded": [*startup_scenarios(sandbox.startup), *sandbox.loaded_documents],
+        "scenario_sources": scenario_sources(sandbox),
         "catalog": state.catalog.to_feed(),
         "accounts": [_account(a) for a in state.accounts.values()],
         "queue": [entry.to_json() for entry in sandbox.queue],
@@ -100,6 +103,14 @@ def startup_scenarios(startup: StartupState) -> list[dict[str, Any]]:
     builtin = {id(scenario) for scenario in builtin_scenarios()}
     records = [s.record for s in startup.scenarios if id(s) not in builtin]
     return [{"scenarios": records}] if records else []
+
+
+def scenario_sources(sandbox: Saved) -> dict[str, str]:
+    """Where each scenario beyond the built-in set came from (`source` in
+    `GET /_mock/scenarios`: a file and line, `request body`), by name, so that a restored
+    one says it too rather than where the saved document held it."""
+    builtin = {id(scenario) for scenario in builtin_scenarios()}
+    return {s.name: s.source for s in sandbox.scenarios.values() if id(s) not in builtin}
 
 
 def migrate(document: Any) -> Any:
@@ -224,22 +235,28 @@ def restore(sandbox: Saved, document: Any) -> Restored:
     clock = make_clock(mode, start=clock_doc.number("now"), time_scale=scale)
     scenarios = {s.name: s for s in sandbox.startup.scenarios}
     documents = doc.list("scenarios_loaded")
-    counts = []
-    for index, loaded in enumerate(documents):
-        try:
-            parsed = parse_scenarios(loaded, f"state: scenarios_loaded[{index}]")
-        except ConfigError as exc:
-            raise validation_error("; ".join(exc.problems)) from exc
-        counts.append(len(parsed))
-        for scenario in parsed:
-            scenarios[scenario.name] = scenario
-    built.scenarios = scenarios
     # This sandbox's own startup scenarios, when the document begins with them, are not
     # loaded a second time at run time (a state put back where it came from).
     own = startup_scenarios(sandbox.startup)
     skipped = len(own) if documents[: len(own)] == own else 0
+    for index, loaded in enumerate(documents[skipped:], start=skipped):
+        try:
+            parsed = parse_scenarios(loaded, f"state: scenarios_loaded[{index}]")
+        except ConfigError as exc:
+            raise validation_error("; ".join(exc.problems)) from exc
+        built.runtime_scenarios += len(parsed)
+        for scenario in parsed:
+            scenarios[scenario.name] = scenario
+    # Where each scenario came from (absent from older documents).
+    sources = doc.data.get("scenario_sources", {})
+    if not isinstance(sources, dict) or not all(isinstance(s, str) for s in sources.values()):
+        raise validation_error("state: scenario_sources: expected an object of strings")
+    startup = {id(scenario) for scenario in sandbox.startup.scenarios}
+    for name, source in sources.items():
+        if name in scenarios and id(scenarios[name]) not in startup:
+            scenarios[name] = dataclasses.replace(scenarios[name], source=source)
+    built.scenarios = scenarios
     built.loaded_documents = documents[skipped:]
-    built.runtime_scenarios = sum(counts[skipped:])
     try:
         catalog = parse_catalog(doc.list("catalog"), "state: catalog")
     except ConfigError as exc:
