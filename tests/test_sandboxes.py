@@ -466,3 +466,34 @@ async def test_webhooks_are_signed_with_the_sandbox_secret_and_one_hanging_recei
     assert verify("whsec_fast", body, signature)
     hang.set()
     assert (await waiting).status == 200
+
+
+async def test_a_root_call_with_another_nodes_token_is_told_where_that_sandbox_lives(serve):
+    """A cluster routes root paths to its first node (docs/cluster.md): a token of a
+    sandbox on another node gets 401 naming that node and the base URL that reaches it,
+    and a path under that sandbox's id, 404 saying it lives elsewhere."""
+    client = await serve(node_id="a")
+    elsewhere = "sbx-b-0123456789ab"
+    response = await client.get(
+        "/api/v1/account/balance", headers={"Authorization": f"Bearer {elsewhere}.{'0' * 64}"}
+    )
+    assert response.status == 401
+    body = await response.json()
+    assert body["code"] == "not_authenticated"
+    assert "lives on node b" in body["detail"]
+    assert f"http://{client.host}:{client.port}/_mock/sandboxes/{elsewhere}" in body["detail"]
+    response = await client.get(f"/_mock/sandboxes/{elsewhere}/_mock/clock")
+    assert response.status == 404
+    assert "lives on node b" in (await response.json())["detail"]
+
+    # A sandbox of this node that was deleted is said to be deleted.
+    sandbox = await created(client)
+    merchant = await sandbox_merchant(client, sandbox)
+    assert (await client.delete(f"/_mock/sandboxes/{sandbox['id']}")).status == 204
+    response = await client.get(
+        "/api/v1/account/balance", headers={"Authorization": f"Bearer {merchant.token}"}
+    )
+    assert response.status == 401
+    assert (
+        f"{sandbox['id']} that issued this token was deleted" in (await response.json())["detail"]
+    )

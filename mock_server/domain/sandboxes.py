@@ -235,8 +235,10 @@ class Sandboxes:
 
     @property
     def routing_needed(self) -> bool:
-        """False while only the default sandbox ever existed: root calls skip routing."""
-        return bool(self._live or self._gone)
+        """False while only the default sandbox ever existed on a single server: root
+        calls skip routing. A node of a cluster always routes, so that a token of another
+        node's sandbox is told where that sandbox lives."""
+        return bool(self._live or self._gone or self._node_id)
 
     def control_token_of(self, sandbox_id: str) -> str | None:
         """The control token of a live sandbox, without touching or expiring it."""
