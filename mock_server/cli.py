@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import loops, tls
 from .clock import ClockError, parse_iso
-from .config import SERVE_OPTIONS, Option, Settings, load_startup
+from .config import SERVE_OPTIONS, Option, Settings, load_startup, webhook_rules
 from .domain.destinations import DestinationError, DestinationRules
 from .domain.sandbox_ids import NODE_ID
 from .domain.sandbox_options import MAX_TTL
@@ -114,11 +114,7 @@ def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
         parser.error(str(exc))
     webhook_insecure = _switch(parser, args.webhook_insecure, "webhook_insecure")
     _check_tls(parser, args, webhook_insecure)
-    deny_private = _switch(parser, args.webhook_deny_private, "webhook_deny_private")
-    try:
-        DestinationRules.parse(args.webhook_allow, deny_private=deny_private)
-    except DestinationError as exc:
-        parser.error(str(exc))
+    deny_private, _ = _webhook_rules(parser, args)
     # Every option names its `Settings` field (`config.Option`); these few are read
     # further than argparse reads them.
     read = {
@@ -133,6 +129,51 @@ def parse_serve(argv: Sequence[str]) -> tuple[Settings, str]:
     given = {o.name: getattr(args, o.name) for o in SERVE_OPTIONS if o.name in fields}
     settings = Settings(**(given | read))
     return settings, loop
+
+
+#: The options of `mock-server serve` that `mock-server validate` takes too: a file is
+#: checked against the webhook rules a server started with them applies.
+VALIDATE_OPTIONS = ("webhook_allow", "webhook_deny_private")
+
+
+def validate_parser() -> argparse.ArgumentParser:
+    """The parser of `mock-server validate PATH...`: the webhook rules' options are
+    serve's own (`config.SERVE_OPTIONS`: same flags, variables and defaults)."""
+    parser = argparse.ArgumentParser(
+        prog="mock-server validate",
+        description="Check catalog, accounts, scenario and state files without serving.\n"
+        "With --webhook-allow/--webhook-deny-private (or their variables), a webhook_url\n"
+        "is checked as a server started with them checks it.",
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH")
+    for name in VALIDATE_OPTIONS:
+        option = _OPTIONS_BY_NAME[name]
+        parser.add_argument(option.flag, **_argument(option))
+    return parser
+
+
+def parse_validate(argv: Sequence[str]) -> tuple[list[str], DestinationRules]:
+    """argv + environment -> (the paths to check, the webhook rules to check them
+    against); bad values exit 2 with argparse's message, as serve's do."""
+    parser = validate_parser()
+    args = parser.parse_args(list(argv))
+    _, rules = _webhook_rules(parser, args)
+    return args.paths, rules
+
+
+def _webhook_rules(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[bool, DestinationRules]:
+    """`--webhook-deny-private` (flag or variable) and the rules it and `--webhook-allow`
+    make, built as a server builds them (`config.webhook_rules`); an entry of the list
+    that is no host name, `*.suffix` or CIDR block exits 2."""
+    deny_private = _switch(parser, args.webhook_deny_private, "webhook_deny_private")
+    server = Settings(webhook_allow=args.webhook_allow, webhook_deny_private=deny_private)
+    try:
+        return deny_private, webhook_rules(server)
+    except DestinationError as exc:
+        parser.error(str(exc))
 
 
 def _refuse_malformed_env(parser: argparse.ArgumentParser) -> None:
@@ -248,9 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in COMMANDS:
         argv = argv[1:]
     if command == "validate":
-        from .validate import main as validate_main
+        from .validate import run as validate
 
-        return validate_main(argv)
+        return validate(*parse_validate(argv))
     if command == "catalog":
         from .catalog_gen import main as catalog_main
 
@@ -311,11 +352,10 @@ async def serve(settings: Settings, startup: StartupState) -> None:
         print(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror}", file=sys.stderr)
         raise SystemExit(1) from exc
     scheme = "https" if settings.https else "http"
-    url = f"{scheme}://{_url_host(host)}:{port}"
     if settings.url_file:
-        await _write_url_file(serving, settings.url_file, f"{scheme}://{local_host(host)}:{port}")
-    print(f"listening on {url}", flush=True)
-    print(banner(app, (settings.public_url or url).rstrip("/")), flush=True)
+        await _write_url_file(serving, settings.url_file, local_url(settings, host, port))
+    print(f"listening on {scheme}://{_url_host(host)}:{port}", flush=True)
+    print(banner(app, banner_url(settings, host, port)), flush=True)
     _settle_garbage_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -384,6 +424,19 @@ def local_host(host: str) -> str:
     """Where a client on this machine reaches a server bound to `host`: loopback for
     the wildcard addresses, the address itself otherwise."""
     return _url_host({"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host))
+
+
+def local_url(settings: Settings, host: str, port: int) -> str:
+    """The URL a client on this machine calls a server bound to `host` and `port` at."""
+    return f"{'https' if settings.https else 'http'}://{local_host(host)}:{port}"
+
+
+def banner_url(settings: Settings, host: str, port: int) -> str:
+    """What the banner's dashboard link and ready-to-paste curl call: `--public-url`, else
+    `local_url`. A wildcard bind (`0.0.0.0`, `::`) is no address to call, and no
+    certificate names it: the one `--tls self-signed` makes always names loopback
+    (`tls.LOOPBACK_NAMES`), so the banner's curl verifies against its CA as printed."""
+    return (settings.public_url or local_url(settings, host, port)).rstrip("/")
 
 
 WEBHOOK_INSECURE_WARNING = (

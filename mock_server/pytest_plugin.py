@@ -14,12 +14,14 @@ instead of a webhook URL the server would have to reach (docs/pytest.md).
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import InvalidVersion, Version
 
 from . import loops, pytest_coverage
 from .clock import parse_iso
@@ -33,7 +35,7 @@ SANDBOXES_PATH = "/_mock/sandboxes"
 DEFAULT_START = "2026-01-01T00:00:00Z"
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("mock-server", "ordering sandbox")
     group.addoption(
         "--mock-server-url", default=None, help="run mock_server tests against this running sandbox"
@@ -63,6 +65,59 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="event loop of in-process sandboxes: auto (uvloop when installed), uvloop, asyncio",
     )
     pytest_coverage.add_options(group)
+    if _asyncio_takes_fixture_scope():
+        pluginmanager.register(_AsyncioFixtureLoopScope(parser), "mock-server-asyncio-loop-scope")
+
+
+# -- pytest-asyncio's fixture loop scope (docs/pytest.md, "Async tests") -------------------
+#
+# pytest-asyncio comes with pytest-aiohttp (the test extra) and is then loaded into every
+# pytest run of the environment. When the project's configuration leaves its
+# `asyncio_default_fixture_loop_scope` option unset, it prints a PytestDeprecationWarning
+# at every run, whether or not the project has an async fixture: a user who only wrote a
+# test with the `mock_server` fixture (which is synchronous, its server on a thread of its
+# own) saw it on every run. Unset, an async fixture's event loop is as wide as the
+# fixture's own scope; pytest-asyncio 1.5 names that behaviour `fixture-scope` and takes
+# it as the option's value without a warning. So this plugin makes `fixture-scope` the
+# option's default (`Parser.addini`, registering the option again with that default):
+# nothing runs differently, and a value the project sets, in its configuration file or
+# with `-o`, is still the one used. An older pytest-asyncio knows no such value; there
+# nothing is changed.
+
+#: pytest-asyncio's option, and the value that keeps what an unset option does.
+ASYNCIO_LOOP_SCOPE_OPTION = "asyncio_default_fixture_loop_scope"
+ASYNCIO_FIXTURE_SCOPE = "fixture-scope"
+#: The first pytest-asyncio that takes `fixture-scope`.
+_ASYNCIO_WITH_FIXTURE_SCOPE = Version("1.5")
+
+
+def _asyncio_takes_fixture_scope() -> bool:
+    """Whether the installed pytest-asyncio (if any) takes `fixture-scope`."""
+    try:
+        return Version(importlib.metadata.version("pytest-asyncio")) >= _ASYNCIO_WITH_FIXTURE_SCOPE
+    except (importlib.metadata.PackageNotFoundError, InvalidVersion):
+        return False
+
+
+class _AsyncioFixtureLoopScope:
+    """Gives pytest-asyncio's option its default once pytest-asyncio has declared it:
+    `pytest_plugin_registered` is called for the plugins registered before this one too,
+    so the order in which pytest loads the two plugins does not matter."""
+
+    def __init__(self, parser: pytest.Parser) -> None:
+        self.parser = parser
+
+    def pytest_plugin_registered(self, plugin: object) -> None:
+        if getattr(plugin, "__name__", None) != "pytest_asyncio.plugin":
+            return
+        self.parser.addini(
+            ASYNCIO_LOOP_SCOPE_OPTION,
+            help="default scope of the asyncio event loop used to execute async fixtures "
+            f"(default: {ASYNCIO_FIXTURE_SCOPE}, each fixture's own scope, as when unset; "
+            "the ordering-sandbox plugin sets this default)",
+            type="string",
+            default=ASYNCIO_FIXTURE_SCOPE,
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:

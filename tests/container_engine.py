@@ -4,7 +4,8 @@ The engine is the machine's `docker` (Debian's `docker.io`; `.ci/run` installs i
 starts `dockerd`). Image registries may be out of reach: then the Dockerfile's base is
 stood in for by an image of the same name built from Debian's packages (debootstrap),
 and the test session's summary says which base was used. The Dockerfile itself is built
-unchanged.
+unchanged. Without an engine (or, when the base must be stood in for, without
+debootstrap) the image's tests skip, saying so; in CI they fail (tests/services.py).
 
 Only loopback is ever called: containers publish their ports on 127.0.0.1.
 """
@@ -25,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests import services
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 #: The tag the tests build the Dockerfile as.
@@ -44,7 +47,8 @@ NOTES: list[str] = []
 
 
 class EngineError(AssertionError):
-    """The engine is missing or refused: a test fails on it, it never skips."""
+    """The engine refused what it was asked: the test asking fails. (An engine that is
+    not there at all is `services.require("docker")`'s: skipped, or failed in CI.)"""
 
 
 def docker(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
@@ -115,10 +119,7 @@ def provide_base(name: str) -> Base:
 
 def build_stand_in(name: str) -> None:
     """debootstrap a minimal Debian with Python into a folder and import it as `name`."""
-    if shutil.which("debootstrap") is None:
-        raise EngineError(
-            "the base cannot be pulled and debootstrap is missing: .ci/run installs it"
-        )
+    services.require("debootstrap")  # skips the image's tests without it (fails in CI)
     with tempfile.TemporaryDirectory(prefix="stand-in-") as folder:
         root = Path(folder) / "root"
         completed = subprocess.run(
@@ -204,12 +205,19 @@ class _Preparation:
 
     def __init__(self, tag: str) -> None:
         self.tag = tag
+        #: Whether an engine answered: only then is there anything to clean up.
+        self.engine = False
         self.base: Base | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="image-build", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
+        missing = services.missing("docker")
+        if missing is not None:  # `prepared_image` skips (or fails) the tests on it
+            NOTES.append(f"engine: none, the image's tests did not run ({missing})")
+            return
+        self.engine = True
         try:
             NOTES.append(f"engine: docker {require_engine()}")
             self.base = provide_base(base_image())
@@ -229,7 +237,9 @@ def start_preparing(tag: str) -> None:
 
 
 def prepared_image(tag: str) -> str:
-    """The image `tag`, built from the Dockerfile (waiting for the build if need be)."""
+    """The image `tag`, built from the Dockerfile (waiting for the build if need be).
+    Without an engine the test asking is skipped, or failed in CI (tests/services.py)."""
+    services.require("docker")
     start_preparing(tag)
     assert _preparation is not None and _preparation.tag == tag
     _preparation.thread.join()
@@ -244,6 +254,8 @@ def clean_up() -> None:
     if _preparation is None:
         return
     _preparation.thread.join()
+    if not _preparation.engine:
+        return
     docker("rmi", "--force", _preparation.tag, check=False)
     if _preparation.base is not None and _preparation.base.made_here:
         docker("rmi", "--force", _preparation.base.name, check=False)

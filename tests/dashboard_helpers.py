@@ -16,9 +16,10 @@ from playwright.sync_api import ConsoleMessage, Page
 
 from mock_server.testing import SandboxHandle
 
-#: Debian's package (apt-get install chromium): Playwright's own browser downloads are not
-#: reachable from CI, so Playwright drives the system browser through `executable_path`.
-CHROMIUM = os.environ.get("DASHBOARD_CHROMIUM", "/usr/bin/chromium")
+# The browser is Debian's Chromium (apt-get install chromium), or DASHBOARD_CHROMIUM:
+# Playwright's own browser downloads are not reachable from CI, so Playwright drives the
+# system browser through `executable_path` (tests/services.CHROMIUM). Without it the
+# browser tests skip, or fail in CI (tests/services.py).
 LAUNCH_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -27,10 +27,13 @@ from typing import Any
 import pytest
 
 from mock_server.catalog_gen import generate
+from mock_server.cli import main as cli_main
 from mock_server.domain.catalog import parse_catalog
-from mock_server.validate import main as validate_main
+from tests import services
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / "mock_server"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PACKAGE_DIR = ROOT / "mock_server"
 EMBEDDED_CATALOG = PACKAGE_DIR / "data" / "catalog.json"
 BUILTIN_SCENARIOS = PACKAGE_DIR / "data" / "scenarios"
 START_TIME = "2026-01-01T00:00:00Z"
@@ -494,6 +497,53 @@ def test_different_seed_gives_a_different_token(launch):
     assert token_of(first) != token_of(second)
 
 
+def readme_walkthrough() -> str:
+    """The bash block of the README's "A first integration, by hand"."""
+    text = README.read_text("utf-8")
+    section = text.split("\n## A first integration, by hand\n", 1)
+    assert len(section) == 2, "README.md has no '## A first integration, by hand'"
+    found = re.search(r"```bash\n(.*?)```", section[1], re.S)
+    assert found, "no ```bash block in the README's first integration"
+    return found[1]
+
+
+def test_the_readmes_first_integration_runs_as_written_and_shows_the_charge(launch):
+    """The walkthrough pasted into bash (real curl) against a server on its port: the
+    balance before and after the order, the order pending, the advance, the order
+    completed with its codes, its control-plane view."""
+    services.require("curl")
+    block = readme_walkthrough()
+    assert "BASE=http://127.0.0.1:8080\n" in block
+    # The README's `mock-server`, on a free port, its clock manual so that nothing moves
+    # between the calls but the walkthrough's own advance.
+    server = launch(*MANUAL)
+    server.wait_ready()
+    script = block.replace("BASE=http://127.0.0.1:8080", f"BASE={server.url}", 1)
+    # `python3` as the README's reader has it: this interpreter, first on PATH.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    ran = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(PATH=path),
+        stdin=subprocess.DEVNULL,
+    )
+    assert ran.returncode == 0, ran.stderr
+    before, created, after, advanced, settled, detail = map(json.loads, ran.stdout.splitlines())
+    assert before == {"balance": 1000.0, "currency": "USD"}
+    assert created["status"] == "pending" and created["price"] == 40.0
+    assert after == {"balance": 960.0, "currency": "USD"}  # charged at creation
+    assert "now" in advanced
+    assert settled["id"] == created["id"]
+    assert settled["status"] == "completed" and len(settled["codes"]) == 2
+    assert [step["status"] for step in detail["history"]] == [
+        "pending",
+        "processing",
+        "completed",
+    ]
+
+
 # -- validate -----------------------------------------------------------------------------
 
 
@@ -557,6 +607,98 @@ def test_validate_checks_every_path_and_fails_if_any_is_bad(tmp_path):
     assert f"{accounts}:3: " in result.stderr
 
 
+def _accounts_with_webhooks(folder: Path, *urls: str) -> Path:
+    """An accounts file whose accounts' webhook_url are `urls`, each on line 4 + 3n."""
+    accounts = folder / "accounts.yaml"
+    lines = ["accounts:"]
+    for number, url in enumerate(urls, start=1):
+        lines += [
+            f"  - email: shop{number}@example.com",
+            f"    api_key: ak_shop_{number}",
+            f"    webhook_url: {url}",
+        ]
+    accounts.write_text("\n".join(lines) + "\n")
+    return accounts
+
+
+def test_validate_checks_webhook_urls_against_deny_private_as_the_server_does(tmp_path):
+    accounts = _accounts_with_webhooks(
+        tmp_path, "http://hooks.example.com/in", "http://10.1.2.3:9000/hooks"
+    )
+    assert run_cli("validate", str(accounts)).returncode == 0  # no rules: a server takes it
+    checked = run_cli("validate", "--webhook-deny-private", str(accounts))
+    assert checked.returncode == 1
+    (problem,) = checked.stderr.splitlines()
+    assert problem.startswith(f"{accounts}:7: ")  # the second account's webhook_url line
+    assert "10.1.2.3" in problem and "--webhook-deny-private" in problem
+    # A server started with the same rules refuses the file at start with the same line.
+    served = run_cli("--accounts", str(accounts), "--webhook-deny-private", *MANUAL)
+    assert served.returncode == 1
+    assert problem in served.stderr.splitlines()
+    assert "listening" not in served.stdout
+
+
+def test_validate_checks_webhook_urls_against_an_allow_list(tmp_path):
+    accounts = _accounts_with_webhooks(tmp_path, "https://hooks.example.com/in", "http://10.9.8.7/")
+    args = ("validate", "--webhook-allow", "*.example.com,192.168.0.0/16", str(accounts))
+    checked = run_cli(*args)
+    assert checked.returncode == 1
+    (problem,) = checked.stderr.splitlines()
+    assert problem.startswith(f"{accounts}:7: ")
+    assert "10.9.8.7" in problem and "--webhook-allow" in problem
+    allowed = run_cli("validate", "--webhook-allow", "*.example.com,10.0.0.0/8", str(accounts))
+    assert allowed.returncode == 0, allowed.stderr
+    assert f"{accounts}: ok (accounts)" in allowed.stdout
+
+
+def test_validate_reads_the_webhook_rules_variables_as_serve_does(tmp_path):
+    accounts = _accounts_with_webhooks(tmp_path, "http://192.168.1.20/hooks")
+    for env in (
+        clean_env(MOCK_WEBHOOK_DENY_PRIVATE="1"),
+        clean_env(MOCK_WEBHOOK_ALLOW="hooks.example.com"),
+    ):
+        checked = run_cli("validate", str(accounts), env=env)
+        assert checked.returncode == 1, env
+        assert checked.stderr.startswith(f"{accounts}:4: "), checked.stderr
+    off = run_cli("validate", str(accounts), env=clean_env(MOCK_WEBHOOK_DENY_PRIVATE="no"))
+    assert off.returncode == 0, off.stderr
+    # The flag beats a variable that allows it: the allow list is the flag's.
+    beaten = run_cli(
+        "validate",
+        "--webhook-allow",
+        "10.0.0.0/8",
+        str(accounts),
+        env=clean_env(MOCK_WEBHOOK_ALLOW="192.168.0.0/16"),
+    )
+    assert beaten.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (("--webhook-allow", "not a host"), {}, "--webhook-allow: 'not a host'"),
+        ((), {"MOCK_WEBHOOK_ALLOW": "10.0.0.0/33"}, "--webhook-allow: '10.0.0.0/33'"),
+        ((), {"MOCK_WEBHOOK_DENY_PRIVATE": "maybe"}, "MOCK_WEBHOOK_DENY_PRIVATE: 'maybe'"),
+    ],
+    ids=["flag", "allow-variable", "deny-private-variable"],
+)
+def test_validate_refuses_bad_webhook_rules_as_serve_does(tmp_path, args, env, message):
+    accounts = _accounts_with_webhooks(tmp_path, "http://hooks.example.com/in")
+    for command in (("validate", *args, str(accounts)), (*args, *MANUAL)):
+        result = run_cli(*command, env=clean_env(**env))
+        assert result.returncode == 2, command
+        assert "usage:" in result.stderr and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_validate_help_lists_the_webhook_rules_with_their_variables():
+    result = run_cli("validate", "--help")
+    assert result.returncode == 0
+    assert "--webhook-allow LIST" in result.stdout and "MOCK_WEBHOOK_ALLOW" in result.stdout
+    assert "--webhook-deny-private" in result.stdout
+    assert "MOCK_WEBHOOK_DENY_PRIVATE=1" in result.stdout
+
+
 # -- catalog generate ---------------------------------------------------------------------
 
 
@@ -585,7 +727,7 @@ def test_catalog_generate_prints_a_valid_varied_reproducible_catalog(tmp_path):
     assert {item.product_type for item in catalog.items.values()} == {"key", "topup", "service"}
     generated = tmp_path / "generated.json"
     generated.write_text(first_out)
-    assert validate_main([str(generated)]) == 0  # what `mock-server validate` runs
+    assert cli_main(["validate", str(generated)]) == 0  # what `mock-server validate` runs
 
 
 def test_generated_catalog_loads_as_the_server_catalog(launch, tmp_path):

@@ -6,8 +6,10 @@ expectations retry until the page shows what the test asks for, and virtual time
 only when the test (or the page's own buttons) advance it. Each test gets a fresh
 sandbox and browser context; every console error fails the test (see `Console`).
 
-There is no skip: when Chromium cannot be launched, these tests fail, so CI cannot pass
-without having driven the page.
+Without Chromium (Debian's package) these tests skip, saying what is missing and how to
+get it; in CI (.ci/run sets MOCK_SERVER_TEST_SERVICES=required) they fail instead, so CI
+cannot pass without having driven the page (tests/services.py). A Chromium that is there
+but does not launch fails them everywhere.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from mock_server.clock import parse_iso
 from mock_server.config import Settings
 from mock_server.testing import SandboxHandle, ServerThread, WebhookReceiver
+from tests import services
 from tests.dashboard_helpers import (
-    CHROMIUM,
     DESKTOP,
     LAUNCH_ARGS,
     NARROW,
@@ -62,8 +64,9 @@ class Dashboard:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    services.require("chromium")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        browser = playwright.chromium.launch(executable_path=services.CHROMIUM, args=LAUNCH_ARGS)
         yield browser
         browser.close()
 

@@ -9,6 +9,10 @@ the command line (`8080`, `1`, `*`), `none` for no value, `off` for a switch, or
 default that is no value (`embedded sample`, `now`, `system trust store`), the words the
 option carries in `SERVE_OPTIONS`. A new default or a new phrasing is made there, and
 the README cell follows it.
+
+docs/docker.md's table of variables is held to the same options: every option's
+variable is in it, it names no other, and its "default in the image" cell is the
+Dockerfile's `ENV` value for a variable the image sets, else the option's default.
 """
 
 from __future__ import annotations
@@ -22,7 +26,11 @@ import pytest
 from mock_server.cli import parse_settings, serve_parser
 from mock_server.config import SERVE_OPTIONS, Option, Settings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCKER_DOCS = ROOT / "docs" / "docker.md"
+DOCKERFILE = ROOT / "Dockerfile"
+DOCKER_TABLE_HEADER = "| env | default in the image | meaning |"
 OPTIONS_BY_FLAG = {option.flag: option for option in SERVE_OPTIONS}
 TABLE_HEADER = "| flag | env | default | meaning |"
 CELL_SEPARATOR = re.compile(r"(?<!\\)\|")  # `real\|manual` is one cell
@@ -49,6 +57,29 @@ def configuration_rows() -> list[tuple[str, str, str]]:
 
 
 README_ROWS = configuration_rows()
+
+
+def docker_rows() -> dict[str, str]:
+    """variable -> default cell (plain text) of docs/docker.md's table of variables; a row
+    naming two variables (`MOCK_TLS_CERT`, `MOCK_TLS_KEY`) gives two."""
+    lines = DOCKER_DOCS.read_text(encoding="utf-8").splitlines()
+    start = lines.index(DOCKER_TABLE_HEADER) + 2
+    rows: dict[str, str] = {}
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        variable_cell, default_cell = CELL_SEPARATOR.split(line)[1:3]
+        variables = VARIABLE.findall(variable_cell)
+        assert variables, f"a row of docs/docker.md's table names no variable: {line}"
+        for variable in variables:
+            assert variable not in rows, f"{variable} is in two rows of docs/docker.md"
+            rows[variable] = default_cell.replace("`", "").strip()
+    return rows
+
+
+def image_env() -> dict[str, str]:
+    """The MOCK_* variables the Dockerfile's ENV sets, with their values."""
+    return dict(re.findall(r"\b(MOCK_[A-Z_]+)=(\S+)", DOCKERFILE.read_text("utf-8")))
 
 
 def cli_flags() -> set[str]:
@@ -90,6 +121,32 @@ def test_readme_row_agrees_with_the_cli(flag: str, variable: str, default: str):
 def test_every_cli_option_is_in_the_readme_table():
     documented = {flag for flag, _, _ in README_ROWS}
     assert cli_flags() - documented == set()
+
+
+def test_docker_docs_list_the_variable_of_every_option_and_no_other():
+    documented = set(docker_rows())
+    variables = {option.env for option in SERVE_OPTIONS}
+    assert sorted(variables - documented) == [], "missing from docs/docker.md's table"
+    assert sorted(documented - variables) == [], "in docs/docker.md's table, not an option"
+
+
+@pytest.mark.parametrize("option", SERVE_OPTIONS, ids=lambda option: option.env)
+def test_docker_docs_give_each_variables_default_in_the_image(option: Option):
+    cell = docker_rows().get(option.env)
+    assert cell is not None, f"{option.env} is not in docs/docker.md's table"
+    expected = image_env().get(option.env, option.shown_default)
+    # The value, then words about it in the image: `auto (uvloop, installed in the image)`.
+    assert cell == expected or cell.startswith(f"{expected} "), (
+        f"docs/docker.md says {option.env} defaults to {cell!r} in the image; expected "
+        f"{expected!r} ({'the Dockerfile sets it' if option.env in image_env() else 'the option'})"
+    )
+
+
+def test_the_image_sets_only_what_the_docker_docs_say_it_sets():
+    text = DOCKER_DOCS.read_text(encoding="utf-8")
+    said = re.search(r"The image sets only (.*?); everything", text, re.S)
+    assert said, "docs/docker.md no longer says which variables the image sets"
+    assert sorted(VARIABLE.findall(said[1])) == sorted(image_env())
 
 
 @pytest.mark.parametrize("option", SERVE_OPTIONS, ids=lambda option: option.flag)

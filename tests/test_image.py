@@ -3,7 +3,9 @@
 Everything is asked from outside, as a container user would: through a port published
 on 127.0.0.1, `docker logs`, `docker inspect`, `docker stop`/`restart`. When the base
 cannot be pulled a stand-in of the same name is built (tests/container_engine.py); the
-session's summary says which base was used. Without an engine these tests fail.
+session's summary says which base was used. Without an engine these tests skip, saying
+what is missing and how to get it; in CI (.ci/run) they fail instead (tests/services.py).
+The checks of docs/docker.md's snippets need no engine and run anywhere.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ def _note_the_image(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def image() -> str:
-    """Built once per session, beside the other tests (tests/conftest.py starts it)."""
+    """Built once per session, beside the other tests (tests/conftest.py starts it);
+    without an engine, every test asking for it skips (fails in CI: tests/services.py)."""
     return engine.prepared_image(engine.IMAGE_TAG)
 
 

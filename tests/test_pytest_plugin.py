@@ -390,3 +390,80 @@ def test_a_crashed_background_job_fails_the_test(suite):
     result = suite.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, errors=1)  # the test body passed; teardown reports
     result.stdout.fnmatch_lines(["*background jobs failed*code generator exploded*"])
+
+
+# -- a user's project: pytest-asyncio's fixture loop scope (docs/pytest.md) ----------------
+
+ASYNCIO_WARNING = 'The configuration option "asyncio_default_fixture_loop_scope" is unset'
+USER_TESTS = """
+import asyncio
+
+import pytest
+import pytest_asyncio
+import requests
+
+
+def test_order(mock_server):
+    token = requests.post(f"{mock_server.url}/api/v1/auth/token/client",
+                          json={"api_key": mock_server.api_key}).json()["access_token"]
+    assert token
+
+
+# An async fixture wider than a test, as a user's project may have. With the option
+# unset its loop is as wide as its scope; a narrower default ("function") would fail its
+# set-up with a ScopeMismatch.
+@pytest_asyncio.fixture(scope="module")
+async def module_loop():
+    return asyncio.get_running_loop()
+
+
+@pytest.mark.asyncio
+async def test_first(module_loop):
+    assert isinstance(module_loop, asyncio.AbstractEventLoop)
+
+
+@pytest.mark.asyncio
+async def test_second(module_loop):
+    assert not module_loop.is_closed()  # the module's loop lives on for the module
+"""
+
+
+@pytest.fixture
+def user_project(pytester):
+    """A user's project: the package installed, an ini file without any asyncio option
+    (the project's own pyproject.toml sets them, which hid the warning from this suite)."""
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_user=USER_TESTS)
+    return pytester
+
+
+def test_a_users_run_shows_no_pytest_asyncio_warning_and_runs_as_before(user_project):
+    result = user_project.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    output = "\n".join([*result.outlines, *result.errlines])
+    assert ASYNCIO_WARNING not in output
+    assert "PytestDeprecationWarning" not in output
+    result.stdout.fnmatch_lines(["asyncio: *asyncio_default_fixture_loop_scope=fixture-scope*"])
+
+
+def test_the_warning_is_pytest_asyncios_own_without_this_plugin(user_project):
+    """What the plugin's default removes: the same project with the plugin disabled."""
+    result = user_project.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:mock_server")
+    assert ASYNCIO_WARNING in "\n".join([*result.outlines, *result.errlines])
+
+
+@pytest.mark.parametrize(
+    ("ini", "option", "shown"),
+    [
+        ("asyncio_default_fixture_loop_scope = function\n", (), "function"),
+        ("", ("-o", "asyncio_default_fixture_loop_scope=session"), "session"),
+    ],
+    ids=["ini-file", "override"],
+)
+def test_a_value_the_user_sets_is_the_one_used(pytester, ini, option, shown):
+    pytester.makeini(f"[pytest]\n{ini}")
+    pytester.makepyfile(test_user="def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *option)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"asyncio: *asyncio_default_fixture_loop_scope={shown},*"])
+    assert ASYNCIO_WARNING not in "\n".join([*result.outlines, *result.errlines])

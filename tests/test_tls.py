@@ -9,7 +9,9 @@ Certificates come from `trustme` CAs made in the test; deliveries are triggered 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import socket
 import ssl
 import subprocess
@@ -27,6 +29,10 @@ import trustme
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 
+from mock_server import cli, tls
+from mock_server.app import create_app
+from mock_server.config import Settings
+from mock_server.serving import Serving
 from mock_server.tls import host_names
 from tests.test_cli import (  # noqa: F401 - `launch` is the fixture, shared
     MANUAL,
@@ -165,6 +171,56 @@ def test_wildcard_bind_certificate_names_the_machine_and_loopback():
     assert socket.gethostname() in names
     assert {"localhost", "127.0.0.1", "::1"} <= set(names)
     assert "0.0.0.0" not in names
+
+
+async def _handshake(port: int, name: str, context: ssl.SSLContext) -> None:
+    """A TLS handshake with the server on 127.0.0.1:`port`, verifying its certificate for
+    `name` as a client calling `https://name:port` does."""
+    _, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=context, server_hostname=name, ssl_handshake_timeout=5
+    )
+    writer.close()
+    await writer.wait_closed()
+
+
+@pytest.mark.parametrize(("wildcard", "loopback"), [("0.0.0.0", "127.0.0.1"), ("::", "::1")])
+async def test_a_wildcard_binds_banner_names_a_url_its_certificate_covers(
+    tmp_path, wildcard, loopback
+):
+    """`--host 0.0.0.0 --tls self-signed`: the banner's curl and dashboard link call
+    loopback, which the certificate made for a wildcard bind names, never the wildcard
+    address, which no certificate names. Tests bind nothing wider than 127.0.0.1: the
+    server here serves the very certificate a wildcard bind makes, on 127.0.0.1, and the
+    banner is the one `serve` prints for the wildcard host and that port."""
+    ca = tmp_path / "ca.pem"
+    settings = Settings(
+        host=wildcard, port=0, clock="manual", seed=1, tls="self-signed", tls_ca_out=str(ca)
+    )
+    certificate = tls.self_signed(settings.host, str(ca))
+    async with Serving(create_app(settings), "127.0.0.1", 0, ssl_context=certificate) as served:
+        port = int(served.url.rpartition(":")[2])
+        printed = cli.banner(served.app, cli.banner_url(settings, wildcard, port))
+        (curl,) = [line for line in printed.splitlines() if "curl" in line]
+        assert f"--cacert {ca} " in curl
+        (url,) = re.findall(r"https://\S+", curl)
+        host = f"[{loopback}]" if ":" in loopback else loopback
+        assert url == f"https://{host}:{port}/api/v1/auth/token/client"
+        (dashboard,) = re.findall(r"dashboard +(\S+)", printed)
+        assert dashboard == f"https://{host}:{port}/_mock/ui/"
+        # The certificate verifies, against the printed CA, for the host the banner
+        # names, and would not for the wildcard address the banner used to name.
+        await _handshake(port, loopback, trusting(ca))
+        with pytest.raises(ssl.SSLCertVerificationError):
+            await _handshake(port, wildcard, trusting(ca))
+        if loopback == "127.0.0.1":  # the printed curl itself (::1 is not bound here)
+            async with aiohttp.ClientSession() as session:
+                answer = await session.post(
+                    url, json={"api_key": "ak_test_default"}, ssl=trusting(ca)
+                )
+                assert answer.status == 200, await answer.text()
+                assert (await answer.json())["access_token"]
+                page = await session.get(dashboard, ssl=trusting(ca))
+                assert page.status == 200
 
 
 def test_the_images_healthcheck_speaks_https_when_tls_is_on(launch, tmp_path):

@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 import pytest
 from aiohttp import web
 
-from mock_server.validate import main as validate_main
+from mock_server.cli import main as cli_main
 from tests.conftest import Merchant, login
 
 LOGIN_TOPUP = {"item_id": 2002, "quantity": 1, "fields": {"login_email": "a@b.c", "server": 2}}
@@ -125,16 +125,16 @@ class Validate:
     def __init__(self, folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
         self.folder, self.capsys = folder, capsys
 
-    def text(self, text: str, name: str) -> tuple[Path, int, str, str]:
+    def text(self, text: str, name: str, *options: str) -> tuple[Path, int, str, str]:
         path = self.folder / name
         path.write_text(text)
         self.capsys.readouterr()
-        code = validate_main([str(path)])
+        code = cli_main(["validate", *options, str(path)])
         out, err = self.capsys.readouterr()
         return path, code, out, err
 
-    def __call__(self, document: Any, name: str) -> tuple[Path, int, str, str]:
-        return self.text(json.dumps(document, indent=1), name)
+    def __call__(self, document: Any, name: str, *options: str) -> tuple[Path, int, str, str]:
+        return self.text(json.dumps(document, indent=1), name, *options)
 
 
 @pytest.fixture
@@ -594,3 +594,32 @@ async def test_validate_on_the_command_line_checks_each_exported_document(
     assert result.stdout.splitlines() == [f"{good}: ok (state)", f"{catalog_file}: ok (catalog)"]
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"{bad}: {where}: ")
+
+
+async def test_validate_checks_a_documents_webhook_urls_against_the_given_rules(
+    make_client, validate
+):
+    """`--webhook-deny-private` / `--webhook-allow`: a document whose account's webhook
+    URL a server with those rules would refuse is reported, and `PUT /_mock/state` into
+    such a server refuses it for the same reason; without them it passes, as it loads
+    into a server without them."""
+    document = await exported(await make_client())
+    document["accounts"][0]["webhook_url"] = "http://10.20.30.40:9000/hooks"
+    path, code, out, err = validate(document, "private-hook.json")
+    assert (code, err) == (0, ""), err
+    assert out == f"{path}: ok (state)\n"
+
+    _, code, _, err = validate(document, "private-hook.json", "--webhook-deny-private")
+    assert code == 1
+    (line,) = err.splitlines()
+    assert line.startswith(f"{path}: state: account {document['accounts'][0]['id']}: ")
+    assert "10.20.30.40" in line and "--webhook-deny-private" in line
+    status, error = await put_state(await make_client(webhook_deny_private=True), document)
+    assert status == 400
+    assert line == f"{path}: {error['detail']}"
+
+    _, code, _, err = validate(document, "private-hook.json", "--webhook-allow", "10.0.0.0/8")
+    assert code == 0, err
+    _, code, _, err = validate(document, "private-hook.json", "--webhook-allow", "*.example.com")
+    assert code == 1
+    assert "not allowed by --webhook-allow" in err
