@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import (
+from processes import (
     API_KEY,
     BENCH,
     PYTHON,

@@ -3,17 +3,23 @@ cluster of nodes (docs/cluster.md), printed to stdout and run as it is with
 `nginx -p DIR -c FILE`.
 
     mock-server cluster nginx-config --listen 127.0.0.1:8080 \\
-        --node a=127.0.0.1:8081 --node b=127.0.0.1:8082 [--prefix DIR]
+        --node a=127.0.0.1:8081 --node b=127.0.0.1:8082 [--prefix DIR] [--access-log PATH]
 
 The routing rules: a created sandbox's paths (`/_mock/sandboxes/sbx-{node}-{random}...`)
 go to its node; `POST /_mock/sandboxes` to any node, in turn; everything else (the
 default sandbox's root paths, the documents, the dashboard, the rest of `/_mock`) to the
 first node. A node that does not answer gives a JSON 503 `node_unavailable` naming it.
+
+Creation's round robin lives in shared memory (the upstream's `zone`), one for all of
+nginx's worker processes, so sandboxes spread evenly however many workers run. The
+configuration opens no path it is not given: nginx runs it as any user (docs/cluster.md,
+"nginx, as shipped"; the spec's section 17).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +35,12 @@ CONNECT_SECONDS = 2
 #: advance answers well within it.
 READ_SECONDS = 3600
 
+
+#: The shared memory of creation's round robin, per node named and at least: nginx 1.22
+#: keeps a server's address in under 1 KiB of it (1 MiB held 1,296 addresses); a name
+#: that resolves to several addresses takes one each.
+ZONE_KIB_PER_NODE = 4
+ZONE_KIB_AT_LEAST = 1024
 
 #: What would end or break a word of nginx's configuration.
 _NOT_IN_A_WORD = frozenset(" \t\n;{}'\"\\#$")
@@ -70,28 +82,45 @@ def parse_address(text: str, what: str) -> str:
     return text
 
 
-def nginx_config(listen: str, nodes: Sequence[Node], prefix: str | None = None) -> str:
+def nginx_config(
+    listen: str,
+    nodes: Sequence[Node],
+    prefix: str | None = None,
+    access_log: str | None = None,
+) -> str:
     """The whole configuration. Paths nginx writes (its pid, temporary files) are under
-    `prefix` when given, else relative to the prefix nginx is started with (`-p DIR`)."""
+    `prefix` when given, else relative to the prefix nginx is started with (`-p DIR`).
+    Requests are logged to the file `access_log` when given, else not at all."""
     if not nodes:
         raise UsageError("name at least one --node")
     ids = [node.node_id for node in nodes]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
         raise UsageError(f"--node: each node once; repeated: {', '.join(repeated)}")
-    if prefix is not None and any(c in prefix for c in _NOT_IN_A_WORD):
-        raise UsageError(f"--prefix {prefix!r}: a directory without spaces, quotes or ;{{}}")
+    for flag, path in (("--prefix", prefix), ("--access-log", access_log)):
+        if path is not None and (not path or any(c in path for c in _NOT_IN_A_WORD)):
+            raise UsageError(f"{flag} {path!r}: a path without spaces, quotes or ;{{}}")
     here = prefix.rstrip("/") + "/" if prefix else ""
     first = nodes[0]
     sandbox_path = f"{BASE_PREFIX}{ID_PREFIX}"
+    # The command that prints this, one option a line: a comment is one word to nginx,
+    # and a word over 4 KiB (some 130 nodes on one line) is refused.
+    command = [f"--listen {listen}"] + [f"--node {n.node_id}={n.address}" for n in nodes]
+    command += [f"--prefix {prefix}"] if prefix else []
+    command += [f"--access-log {access_log}"] if access_log else []
     lines = [
         "# The router of a mock-server cluster (docs/cluster.md), as printed by",
-        f"#   mock-server cluster nginx-config --listen {listen} "
-        + " ".join(f"--node {n.node_id}={n.address}" for n in nodes),
-        "# Run it as it is: nginx -p DIR -c THIS_FILE (in the foreground).",
+        "#   mock-server cluster nginx-config \\",
+        *[f"#       {option} \\" for option in command[:-1]],
+        f"#       {command[-1]}",
+        "# Run it as it is, as any user, in the foreground: nginx -e stderr -p DIR -c THIS_FILE",
+        "# (-e stderr: no log file of nginx's own is opened before this one is read).",
+        "# Nothing here opens /dev/stdout, which a user who did not open the router's",
+        "# output may not open again.",
         "daemon off;",
         "worker_processes auto;",
         f"pid {here}nginx.pid;",
+        "# The standard error nginx was given, written to as it is, never opened by name.",
         "error_log stderr notice;",
         "",
         "events {",
@@ -99,7 +128,7 @@ def nginx_config(listen: str, nodes: Sequence[Node], prefix: str | None = None) 
         "}",
         "",
         "http {",
-        "    access_log /dev/stdout;",
+        f"    access_log {access_log or 'off'};",
         f"    client_body_temp_path {here}client_body_temp;",
         f"    proxy_temp_path {here}proxy_temp;",
         f"    fastcgi_temp_path {here}fastcgi_temp;",
@@ -117,9 +146,13 @@ def nginx_config(listen: str, nodes: Sequence[Node], prefix: str | None = None) 
             "    }",
         ]
     lines += [
-        "    # POST /_mock/sandboxes: any node, in turn; one that does not answer is skipped."
+        "    # POST /_mock/sandboxes: any node, in turn; one that does not answer is skipped.",
+        "    # The turn and the skipping live in the zone, shared by all worker processes:",
+        "    # without it each worker would keep its own turn, each starting at the first",
+        "    # node, and the nodes would get uneven shares.",
+        "    upstream mock_any_node {",
+        f"        zone mock_any_node {_zone_size(len(nodes))};",
     ]
-    lines += ["    upstream mock_any_node {"]
     lines += [f"        server {node.address};" for node in nodes]
     lines += ["        keepalive 32;", "    }", ""]
     lines += [
@@ -167,6 +200,23 @@ def nginx_config(listen: str, nodes: Sequence[Node], prefix: str | None = None) 
     return "\n".join(lines) + "\n"
 
 
+def _zone_size(nodes: int) -> str:
+    kib = max(ZONE_KIB_AT_LEAST, ZONE_KIB_PER_NODE * nodes)
+    return f"{kib // 1024}m" if kib % 1024 == 0 else f"{kib}k"
+
+
+def _directory(text: str) -> str:
+    """--prefix: an existing directory, made absolute (nginx reads a relative path from
+    its own prefix, not from where this runs)."""
+    if not os.path.isdir(text):
+        raise UsageError(
+            f"--prefix {text!r}: no such directory; create it first (mkdir -p), writable "
+            "by the user nginx runs as: nginx creates its temporary directories in it, "
+            "not the directory itself"
+        )
+    return os.path.abspath(text)
+
+
 def _unavailable(node: Node | None) -> str:
     """The 503's `detail` when `node` does not answer (None: no node, for a creation)."""
     if node is None:
@@ -200,13 +250,23 @@ def main(argv: Sequence[str]) -> int:
     nginx.add_argument(
         "--prefix",
         metavar="DIR",
-        help="write nginx's pid and temporary files under DIR (default: nginx's -p DIR)",
+        help="write nginx's pid and temporary files under DIR, so that `nginx -c FILE` "
+        "runs from anywhere. DIR must exist, writable by nginx's user: nginx creates "
+        "its temporary directories in it, not DIR itself (default: nginx's -p DIR)",
+    )
+    nginx.add_argument(
+        "--access-log",
+        metavar="PATH",
+        help="log each request to the file PATH (nginx's combined format); its directory "
+        "must exist, writable by nginx's user (default: no access log)",
     )
     args = parser.parse_args(list(argv))
     try:
         listen = parse_address(args.listen, "--listen")
         nodes = [parse_node(text) for text in args.node]
-        text = nginx_config(listen, nodes, args.prefix)
+        prefix = None if args.prefix is None else _directory(args.prefix)
+        access_log = os.path.abspath(args.access_log) if args.access_log else args.access_log
+        text = nginx_config(listen, nodes, prefix, access_log)
     except UsageError as exc:
         parser.error(str(exc))
     sys.stdout.write(text)

@@ -129,3 +129,59 @@ def test_the_cluster_command_prints_the_configuration(capsys):
 def test_a_prefix_that_would_break_the_configuration_is_refused():
     with pytest.raises(UsageError, match="--prefix"):
         nginx_config("127.0.0.1:8080", [parse_node("a=127.0.0.1:8081")], "/srv/my router")
+
+
+def _directives(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if not line.lstrip().startswith("#")]
+
+
+def test_creations_take_one_turn_for_all_of_nginxs_workers():
+    """The round robin of creations is in shared memory (a zone), sized for the nodes."""
+    nodes = [parse_node(f"n{i}=127.0.0.1:{9000 + i}") for i in range(3)]
+    text = nginx_config("127.0.0.1:8080", nodes)
+    any_node = text[text.index("upstream mock_any_node {") :].split("}", 1)[0]
+    assert "zone mock_any_node 1m;" in any_node
+    assert [line.strip() for line in any_node.splitlines() if "server " in line] == [
+        f"server 127.0.0.1:{9000 + i};" for i in range(3)
+    ]
+    many = [parse_node(f"n{i}=127.0.0.1:{9000 + i}") for i in range(1000)]
+    assert "zone mock_any_node 4000k;" in nginx_config("127.0.0.1:8080", many)
+
+
+def test_nothing_opens_the_routers_output_and_the_access_log_is_off(capsys):
+    assert main(["cluster", "nginx-config", "--listen", "127.0.0.1:80", "--node", "a=h:1"]) == 0
+    directives = _directives(capsys.readouterr().out)
+    assert "access_log off;" in directives
+    assert "error_log stderr notice;" in directives  # the descriptor given, never reopened
+    assert not [line for line in directives if "/dev/" in line]
+
+
+def test_the_access_log_goes_to_the_file_asked_for(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["cluster", "nginx-config", "--listen", "127.0.0.1:80", "--node", "a=h:1"]
+    assert main([*argv, "--access-log", "logs/router.log"]) == 0
+    out = capsys.readouterr().out
+    assert f"access_log {tmp_path}/logs/router.log;" in _directives(out)
+    assert f"#       --access-log {tmp_path}/logs/router.log\n" in out  # the command, echoed
+    with pytest.raises(UsageError, match="--access-log"):
+        nginx_config("127.0.0.1:80", [parse_node("a=h:1")], access_log="/var/log/my router.log")
+
+
+def test_the_prefix_must_be_an_existing_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["cluster", "nginx-config", "--listen", "127.0.0.1:80", "--node", "a=h:1"]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--prefix", "router"])
+    assert exited.value.code == 2
+    assert "--prefix 'router': no such directory; create it first" in capsys.readouterr().err
+    (tmp_path / "router").mkdir()
+    assert main([*argv, "--prefix", "router"]) == 0  # made whole: nginx -c runs it anywhere
+    assert f"pid {tmp_path}/router/nginx.pid;" in _directives(capsys.readouterr().out)
+
+
+def test_the_help_says_what_the_paths_must_be(capsys):
+    with pytest.raises(SystemExit):
+        main(["cluster", "nginx-config", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "DIR must exist" in help_text
+    assert "--access-log PATH" in help_text and "(default: no access log)" in help_text

@@ -8,10 +8,12 @@ manifests that run a cluster of nodes behind nginx.
   offline, strict); the StatefulSet, its headless Service and the router agree on names,
   ports and paths; the router's template, rendered as the official nginx image renders
   it, passes Debian's real `nginx -t`, and routes real requests by DNS (a stand-in DNS
-  server and stand-in nodes on 127.0.0.x) as the generated configuration does.
+  server and stand-in nodes on 127.0.0.x) as the generated configuration does, creations
+  in turn over the ready pods.
 
-The tools are Debian's `docker-compose` and `nginx` (.ci/run installs them): a test
-fails, never skips, without them. Nothing is called outside the loopback.
+The tools are Debian's `docker-compose` and `nginx` (.ci/run installs them): without
+them a test is skipped, saying so, and in CI it fails (tests/services.py). Nothing is
+called outside the loopback.
 """
 
 from __future__ import annotations
@@ -36,13 +38,18 @@ from aiohttp import web
 
 from mock_server import cluster
 from mock_server.domain.sandbox_ids import RANDOM_DIGITS, created_id
+from tests import services
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 COMPOSE_FILE = DEPLOY / "compose.yaml"
 COMPOSE_NGINX = DEPLOY / "compose" / "nginx.conf"
 KUBERNETES = DEPLOY / "kubernetes"
-NGINX = "/usr/sbin/nginx"
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+#: nginx re-resolves an upstream's server (`resolve`, which the router's creation upstream
+#: uses) since 1.27.3; the image's nginx is 1.30. Debian 12's is 1.22: there the tests run
+#: the template with that one server line replaced (`_runnable`).
+RESOLVE_SINCE = (1, 27, 3)
 #: The Compose router's arguments, as deploy/README.md gives them.
 COMPOSE_NODES = ("node-1", "node-2", "node-3")
 COMPOSE_ARGV = ["nginx-config", "--listen", "0.0.0.0:8080"]
@@ -57,6 +64,7 @@ TEMPLATE_VARIABLES = {"NGINX_LOCAL_RESOLVERS", "MOCK_NAMESPACE"}
 
 
 def _tool(path: str, package: str) -> str:
+    services.require(package)  # skipped without it, failed in CI (tests/services.py)
     found = shutil.which(path)
     if found is None:
         raise AssertionError(f"no {path}: install Debian's {package} (.ci/run does)")
@@ -152,7 +160,7 @@ def test_the_compose_file_runs_three_nodes_behind_the_checked_in_router():
     assert (COMPOSE_FILE.parent / source).resolve() == COMPOSE_NGINX and mode == "ro"
     command = " ".join(nginx["command"])
     assert "mkdir -p /tmp/nginx" in command
-    assert f"exec nginx -p /tmp/nginx -c {target}" in command
+    assert f"exec nginx -e stderr -p /tmp/nginx -c {target}" in command
     # ...and the checked-in router routes each node's sandboxes to that service.
     config = COMPOSE_NGINX.read_text()
     for name in COMPOSE_NODES:
@@ -313,12 +321,18 @@ def test_the_router_resolves_a_sandbox_to_its_pod():
     )
     assert routes == {
         "default": f"{first}.{domain}",
-        '"POST /_mock/sandboxes"': domain,
+        '"POST /_mock/sandboxes"': "mock_any_node",
         f'"~^[A-Z]+ /_mock/sandboxes/sbx-(?<node>{statefulset["metadata"]["name"]}-[0-9]+)'
         f'-[0-9a-f]{{{RANDOM_DIGITS}}}(/|$)"': f"$node.{domain}",
     }
     assert "resolver ${NGINX_LOCAL_RESOLVERS} valid=10s;" in template
     assert "proxy_pass http://$mock_target;" in template
+    # Creations: the headless Service's name, every ready pod, re-resolved as the DNS
+    # answer expires; one turn for all worker processes (the zone).
+    assert _block(template, "upstream mock_any_node") == [
+        "zone mock_any_node 1m;",
+        f"server {domain} resolve;",
+    ]
     # Every pod's sandboxes match the route to that pod.
     (pattern,) = [key for key in routes if key.startswith('"~')]
     regex = re.compile(pattern[2:-1].replace("(?<", "(?P<"))
@@ -419,12 +433,37 @@ def test_the_template_uses_only_what_the_image_defines():
     assert "$node.mock-nodes.ns.svc.cluster.local:8080;" in rendered
 
 
+def _nginx_version(nginx: str) -> tuple[int, ...]:
+    banner = subprocess.run([nginx, "-v"], capture_output=True, text=True, check=True).stderr
+    match = re.search(r"nginx/(\d+)\.(\d+)\.(\d+)", banner)
+    assert match, banner
+    return tuple(int(part) for part in match.groups())
+
+
+def _runnable(rendered: str, nginx: str, addresses: list[str]) -> str:
+    """The rendered template as `nginx` runs it: as it is where nginx has `resolve`
+    (1.27.3 and later, as the image's); on an older nginx (Debian 12's), the creation
+    upstream's server is replaced by `addresses`, what the DNS answers for it and so
+    what `resolve` makes of it while those pods are ready."""
+    if _nginx_version(nginx) >= RESOLVE_SINCE:
+        return rendered
+    replaced, count = re.subn(
+        r"^( *)server \S+:(\d+) resolve;$",
+        lambda line: "\n".join(f"{line[1]}server {a}:{line[2]};" for a in addresses),
+        rendered,
+        flags=re.M,
+    )
+    assert count == 1, rendered
+    return replaced
+
+
 def test_the_kubernetes_router_passes_nginx_t(tmp_path):
     nginx = _tool(NGINX, "nginx")
     rendered = tmp_path / "default.conf"
-    rendered.write_text(
-        _render(_template(), {"NGINX_LOCAL_RESOLVERS": "127.0.0.1", "MOCK_NAMESPACE": "default"})
+    template = _render(
+        _template(), {"NGINX_LOCAL_RESOLVERS": "127.0.0.1", "MOCK_NAMESPACE": "default"}
     )
+    rendered.write_text(_runnable(template, nginx, ["127.0.0.2", "127.0.0.3"]))
     main = _main_config(tmp_path, rendered, daemon=False)
     completed = subprocess.run(
         [nginx, "-t", "-e", "stderr", "-p", str(tmp_path), "-c", str(main)],
@@ -496,12 +535,13 @@ class _Dns(asyncio.DatagramProtocol):
 
 class _Nodes:
     """Stand-in nodes, one per live pod's address on the same port: each answers with
-    what it received (which node it is told by the address it was called on)."""
+    what it received (which node it is told by the address it was called on). Each is a
+    server of its own, so that a stopped one closes its connections as a stopped pod's
+    do (nginx 1.29.7 and later keep an upstream's connections open by default)."""
 
     def __init__(self) -> None:
         self.first_event_read = asyncio.Event()
-        self.runner: web.AppRunner | None = None
-        self.sites: dict[str, web.SockSite] = {}
+        self.runners: dict[str, web.AppRunner] = {}
         self.port = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -527,22 +567,21 @@ class _Nodes:
         )
 
     async def start(self) -> None:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        self.runner = web.AppRunner(app, handle_signals=False)
-        await self.runner.setup()
         sockets = _same_port([POD_ADDRESSES[pod] for pod in LIVE])
         self.port = sockets[0].getsockname()[1]
         for pod, sock in zip(LIVE, sockets, strict=True):
-            self.sites[pod] = web.SockSite(self.runner, sock)
-            await self.sites[pod].start()
+            app = web.Application()
+            app.router.add_route("*", "/{tail:.*}", self.handle)
+            self.runners[pod] = runner = web.AppRunner(app, handle_signals=False)
+            await runner.setup()
+            await web.SockSite(runner, sock).start()
 
     async def stop(self, pod: str) -> None:
-        await self.sites.pop(pod).stop()
+        await self.runners.pop(pod).cleanup()
 
     async def close(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
+        for pod in list(self.runners):
+            await self.stop(pod)
 
 
 def _same_port(hosts: list[str]) -> list[socket.socket]:
@@ -577,10 +616,11 @@ async def _router(work: Path, dns_port: int, node_port: int) -> AsyncIterator[st
         _template(), {"NGINX_LOCAL_RESOLVERS": f"127.0.0.1:{dns_port}", "MOCK_NAMESPACE": NAMESPACE}
     )
     port = _free_port()
-    assert rendered.count("listen 8080;") == 1 and rendered.count(".svc.cluster.local:8080;") == 3
+    assert rendered.count("listen 8080;") == 1 and rendered.count(".svc.cluster.local:8080") == 3
     rendered = rendered.replace("listen 8080;", f"listen 127.0.0.1:{port};")
-    rendered = rendered.replace(".svc.cluster.local:8080;", f".svc.cluster.local:{node_port};")
-    (work / "default.conf").write_text(rendered)
+    rendered = rendered.replace(".svc.cluster.local:8080", f".svc.cluster.local:{node_port}")
+    live = [POD_ADDRESSES[pod] for pod in LIVE]
+    (work / "default.conf").write_text(_runnable(rendered, nginx, live))
     main = _main_config(work, work / "default.conf")
     log = work / "nginx.log"
     with open(log, "wb") as stderr:
@@ -687,13 +727,15 @@ async def _check_routes(client: aiohttp.ClientSession, url: str, dns: _Dns, node
         status, seen = await _get(client, method, path)
         assert (status, seen["node"], seen["target"]) == (200, "mock-0", path), (method, path)
 
-    # Creating a sandbox: to any live pod, through the headless Service's name.
+    # Creating a sandbox: every live pod in turn, through the headless Service's name.
     created = collections.Counter()
-    for _ in range(30):
+    for _ in range(10 * len(LIVE)):
         status, seen = await _get(client, "POST", "/_mock/sandboxes", json={"name": "x"})
         assert (status, seen["target"]) == (200, "/_mock/sandboxes")
         created[seen["node"]] += 1
-    assert set(created) <= set(LIVE) and len(created) >= 2, created
+    assert created == {pod: 10 for pod in LIVE}, created
+    if _nginx_version(_tool(NGINX, "nginx")) >= RESOLVE_SINCE:
+        assert dns.asked[f"mock-nodes.{NAMESPACE}.svc.cluster.local"] >= 1
 
     # The event stream passes through event by event.
     async with client.get("/_mock/events") as response:
