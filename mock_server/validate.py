@@ -6,8 +6,8 @@ file; one with `scenarios` or `steps` (or a list of mappings with `steps`) holds
 scenarios; anything else is checked as a catalog. Folders are checked as scenario
 folders. Exit 0 when all is well, else 1 with one `file:line: reason` per problem.
 
-A server refuses, where it is set, a `webhook_url` its webhook rules refuse (spec
-section 16; docs/hosting.md, "Webhook destinations"). `--webhook-allow LIST` and
+A server refuses, where it is set, a `webhook_url` its webhook rules refuse
+(docs/hosting.md, "Webhook destinations"). `--webhook-allow LIST` and
 `--webhook-deny-private` (or `MOCK_WEBHOOK_ALLOW`, `MOCK_WEBHOOK_DENY_PRIVATE`), read as
 `mock-server serve` reads them (`cli.parse_validate`), check the accounts of accounts
 files and state documents against the rules such a server applies; without them, the

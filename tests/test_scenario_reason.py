@@ -95,6 +95,7 @@ async def test_explain_names_the_choice_and_the_first_key_each_near_miss_failed(
             },
             {"scenario": "big_keys", "key": "quantity_min", "why": "quantity 2 is below 5"},
         ],
+        "candidates": [],  # no weighted scenario: nothing would be drawn
     }
 
 

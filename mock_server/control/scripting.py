@@ -25,6 +25,7 @@ def scenario_view(scenario: Scenario) -> dict[str, Any]:
             for step in scenario.steps
         ],
         "match": scenario.match is not None,
+        "weight": scenario.weight,
         "pricing": None
         if pricing is None
         else {"delta_percent": pricing.delta_percent, "unit_price": pricing.unit_price},

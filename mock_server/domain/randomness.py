@@ -1,5 +1,6 @@
-"""Seeded sources of ids, tokens and delivered codes: with `--seed` and the manual clock
-the same requests give byte-identical answers (README, "Configuration").
+"""Seeded sources of ids, tokens, delivered codes and draws among weighted scenarios:
+with `--seed` and the manual clock the same requests give byte-identical answers
+(README, "Configuration").
 
 Each kind of value has its own stream derived from the seed, so that, say, a token
 exchange never shifts the ids of later orders. Every stream is a `random.Random`, so a
@@ -46,11 +47,15 @@ class Randomness:
         self._ids = random.Random(f"{seed}:ids")
         self._tokens = random.Random(f"{seed}:tokens")
         self._codes = random.Random(f"{seed}:codes")
+        #: The draws among weighted scenarios (docs/scenarios.md, "Weighted selection"):
+        #: a stream of their own, so a draw never shifts an id, a token or a code.
+        self._weights = random.Random(f"{seed}:weights")
+        self._next_weight: float | None = None  # drawn, not yet used up (`next_weight_draw`)
         #: How far each stream has been drawn: a saved state resumes the same sequence
         #: by drawing as many again (`skip`), rather than storing the generators.
-        self.drawn = {"ids": 0, "tokens": 0, "codes": 0}
+        self.drawn = {"ids": 0, "tokens": 0, "codes": 0, "weights": 0}
 
-    def skip(self, ids: int, tokens: int, codes: int) -> None:
+    def skip(self, ids: int, tokens: int, codes: int, weights: int = 0) -> None:
         """Draw (and drop) what an earlier run drew, to continue its sequence."""
         for _ in range(ids):
             self._ids.getrandbits(128)  # an id's draw, without formatting it
@@ -58,7 +63,9 @@ class Randomness:
             self._tokens.getrandbits(256)
         for _ in range(codes):
             self._codes.getrandbits(75)  # a code's draw, without making the code
-        self.drawn = {"ids": ids, "tokens": tokens, "codes": codes}
+        for _ in range(weights):
+            self._weights.random()
+        self.drawn = {"ids": ids, "tokens": tokens, "codes": codes, "weights": weights}
 
     def uuid(self) -> str:
         """A version-4 UUID string from the seeded stream (formatted by hand: building a
@@ -100,6 +107,21 @@ class Randomness:
         75-bit draw per code (uniform, and cheap to replay for a saved state)."""
         self.drawn["codes"] += count
         return [_code(self._codes.getrandbits(75)) for _ in range(count)]
+
+    def next_weight_draw(self) -> float:
+        """The next draw among weighted scenarios: a float in [0, 1) that
+        `selection.Draw.pick` scales by the candidates' weights. It is used up only by
+        `weight_drawn` (the order was made): until then the same value comes back, so a
+        refused order changes nothing of the sequence."""
+        if self._next_weight is None:
+            self._next_weight = self._weights.random()
+        return self._next_weight
+
+    def weight_drawn(self) -> None:
+        """The draw `next_weight_draw` gave decided an order: count it, move on."""
+        self.next_weight_draw()  # drawn, in case it was not looked at
+        self._next_weight = None
+        self.drawn["weights"] += 1
 
 
 def _code(bits: int) -> str:

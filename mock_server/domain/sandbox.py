@@ -215,7 +215,12 @@ class Sandbox:
                 "duplicate merchant_order_id",
             )
         queued = None if forced else self._queued_for(account)
-        scenario, why = self._choose(forced, queued, request)
+        chosen = self._choose(forced, queued, request)
+        randomness = self.state.randomness
+        if isinstance(chosen, selection.Draw):  # used up below, once the order is made
+            scenario, why = chosen.pick(randomness.next_weight_draw())
+        else:
+            scenario, why = chosen
         unit_price = request.item.unit_price(account.has_active_subscription)
         if scenario.pricing is not None:
             unit_price = scenario.pricing.apply(unit_price)
@@ -234,6 +239,8 @@ class Sandbox:
             )
         order = self._place(account, request, scenario, unit_price, charge)
         order.scenario_reason = why
+        if isinstance(chosen, selection.Draw):
+            randomness.weight_drawn()
         if queued is not None and queued.remaining is not None:
             queued.remaining -= 1
             if queued.remaining == 0:
@@ -324,8 +331,9 @@ class Sandbox:
 
     def explain(self, body: Any) -> dict[str, Any]:
         """`POST /_mock/scenarios/explain`: the scenario an order request would get, why,
-        and for every scenario with a `match` the first key that failed.
-        Nothing is created, charged or taken from the queue."""
+        and for every scenario with a `match` the first key that failed; for an order
+        that would be drawn among weighted scenarios, no scenario but the candidates.
+        Nothing is created, charged, drawn or taken from the queue."""
         if not isinstance(body, dict):
             raise validation_error("The request body must be a JSON object")
         unknown = sorted(set(body) - {"body", "account_id", "headers"})
@@ -344,18 +352,25 @@ class Sandbox:
             raise validation_error("body must be the order request: a JSON object")
         parsed = parse_order_request(request, self.state.catalog)
         queued = self._queued_for(account) if account is not None else None
-        scenario, why = self._choose(forced, queued, parsed)
+        chosen = self._choose(forced, queued, parsed)
+        # A weighted draw is described, not made: explaining never uses the sequence
+        # (docs/control-api.md, "Why this scenario").
+        if isinstance(chosen, selection.Draw):
+            name, why, candidates = None, chosen.why(), chosen.candidates()
+        else:
+            name, why, candidates = chosen[0].name, chosen[1], []
         return {
-            "scenario": scenario.name,
+            "scenario": name,
             "reason": why.to_json(),
             "near_misses": selection.near_misses(self.scenarios, _candidate(parsed)),
+            "candidates": candidates,
         }
 
     def _choose(
         self, forced: Scenario | None, queued: QueuedScenario | None, request: OrderRequest
-    ) -> tuple[Scenario, selection.ScenarioReason]:
-        """The scenario an order gets, and why: the header's, else the
-        queue's, else the first automatic rule that matches."""
+    ) -> tuple[Scenario, selection.ScenarioReason] | selection.Draw:
+        """The scenario an order gets, and why: the header's, else the queue's, else the
+        first automatic rule that applies; that may be a weighted draw, still to make."""
         if forced is not None:
             return forced, selection.by_header(forced.name)
         if queued is not None:

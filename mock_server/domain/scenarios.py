@@ -9,6 +9,7 @@ This module turns YAML into validated, immutable `Scenario` objects and refuses,
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
@@ -24,10 +25,12 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _ERROR_CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
-_SCENARIO_KEYS = {"name", "description", "match", "steps", "pricing"}
+_SCENARIO_KEYS = {"name", "description", "match", "steps", "pricing", "weight"}
 _STEP_KEYS = {"after", "status", "deliver", "error", "error_message", "expect_code", "webhook"}
 _MATCH_KEYS = {"merchant_order_id", "item_id", "product_type", "quantity_min"}
 _WEBHOOK_KEYS = {"duplicate", "delay", "drop"}
+#: The largest `weight`: weights are relative, and the bound keeps any sum of them finite.
+MAX_WEIGHT = 10**15
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,9 @@ class Scenario:
     match: Match | None = None
     pricing: Pricing | None = None
     source: str = ""
+    #: Its weight in the draw among weighted scenarios (docs/scenarios.md, "Weighted
+    #: selection"): a positive number; None for a scenario that is never drawn.
+    weight: float | None = None
     #: The mapping it was read from, kept so a saved state can carry the scenario
     #: (`domain.state_document`): a state document refers to no scenario it does not hold.
     record: Any = field(default=None, compare=False, repr=False)
@@ -269,7 +275,17 @@ def _parse_scenario(record: Any, source: str) -> Scenario:
     steps = _parse_steps(record)
     match = _parse_match(record["match"]) if record.get("match") is not None else None
     pricing = _parse_pricing(record["pricing"]) if record.get("pricing") is not None else None
-    return Scenario(name, description, steps, match, pricing, where(source, record), record)
+    weight = _parse_weight(record, record["weight"]) if record.get("weight") is not None else None
+    return Scenario(
+        name,
+        description,
+        steps,
+        match,
+        pricing,
+        source=where(source, record),
+        record=record,
+        weight=weight,
+    )
 
 
 def _parse_steps(record: dict[str, Any]) -> tuple[Step, ...]:
@@ -448,6 +464,21 @@ def _parse_match(raw: Any) -> Match:
             raise _Problem(raw, "quantity_min", "'quantity_min' must be a number")
         quantity_min = Decimal(str(quantity_min))
     return Match(pattern, item_id, product_type, quantity_min)
+
+
+def _parse_weight(record: dict[str, Any], value: Any) -> float:
+    """`weight: W`, a positive number up to `MAX_WEIGHT` (docs/scenarios.md, "Weighted
+    selection"); kept as written (an int stays an int), so a reason reads `weight 3`.
+    NaN, infinities and huge ints are refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Problem(
+            record, "weight", f"'weight' is a positive number such as 3 or 0.5, got {value!r}"
+        )
+    if not (isinstance(value, int) or math.isfinite(value)) or not 0 < value <= MAX_WEIGHT:
+        raise _Problem(
+            record, "weight", f"'weight' is a number above 0 and at most 1e15, got {value!r}"
+        )
+    return value
 
 
 def _parse_pricing(raw: Any) -> Pricing:

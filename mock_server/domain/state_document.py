@@ -263,7 +263,10 @@ def restore(sandbox: Saved, document: Any) -> Restored:
         raise validation_error("; ".join(exc.problems)) from exc
     randomness = Randomness(built.seed, sandbox.sandbox_id, sandbox.startup.credential_key)
     drawn = doc.child("random")
-    randomness.skip(*(drawn.integer(k, 0, 10**9) for k in ("ids", "tokens", "codes")))
+    counts = [drawn.integer(k, 0, 10**9) for k in ("ids", "tokens", "codes")]
+    # The draws among weighted scenarios (docs/state.md): absent from older documents.
+    weights = drawn.integer("weights", 0, 10**9) if "weights" in drawn.data else 0
+    randomness.skip(*counts, weights)
     state = State(clock=clock, randomness=randomness, catalog=catalog)
     for account_doc in doc.items("accounts"):
         state.add_account(_read_account(account_doc))

@@ -344,9 +344,11 @@ def _control_scenarios() -> dict[str, dict[str, Any]]:
                 "Which scenario an order request would get, and why",
                 tag,
                 ("200", "The choice, its reason and the near misses.", ref("Explanation")),
-                description="Nothing is created, charged or taken from the queue. "
+                description="Nothing is created, charged, drawn or taken from the queue. "
                 "`near_misses` lists, for every scenario with a `match` that does not hold, "
-                "the first key that failed and why.",
+                "the first key that failed and why. Where the order would be drawn among "
+                "weighted scenarios, `scenario` is null, the reason's `source` is `weight` "
+                "and `candidates` lists each with its weight and share of the draws.",
                 request_body=body(
                     obj(
                         {

@@ -239,6 +239,15 @@ def _scenario_schemas() -> dict[str, Schema]:
                 | {"minProperties": 1}
             ),
             "steps": array(step, minItems=1),
+            "weight": nullable(
+                number(
+                    "Drawn, with this weight, among the weighted scenarios whose match "
+                    "(if any) holds, where no header, queue entry or unweighted match "
+                    'chose (docs/scenarios.md, "Weighted selection").',
+                    exclusiveMinimum=0,
+                    maximum=10**15,
+                )
+            ),
             "pricing": nullable(
                 {
                     "oneOf": [
@@ -280,6 +289,9 @@ def _scenario_schemas() -> dict[str, Schema]:
                     )
                 ),
                 "match": boolean("Whether it has automatic selection."),
+                "weight": nullable(
+                    number("Its weight in the draw; null: never drawn.", exclusiveMinimum=0)
+                ),
                 "pricing": nullable(pricing_view),
             }
         ),
@@ -372,7 +384,12 @@ def _inspection_schemas() -> dict[str, Schema]:
         ),
         "Explanation": obj(
             {
-                "scenario": string("The scenario the order would get."),
+                "scenario": nullable(
+                    string(
+                        "The scenario the order would get; null when it would be drawn "
+                        "among weighted scenarios (`candidates`)."
+                    )
+                ),
                 "reason": ref("ScenarioReason"),
                 "near_misses": array(
                     obj(
@@ -383,12 +400,25 @@ def _inspection_schemas() -> dict[str, Schema]:
                         }
                     )
                 ),
+                "candidates": array(
+                    obj(
+                        {
+                            "scenario": string(),
+                            "weight": number(exclusiveMinimum=0),
+                            "share": number(
+                                "Its chance in the draw: weight / sum.", minimum=0, maximum=1
+                            ),
+                        }
+                    ),
+                    "What the order would be drawn among, in load order; empty when no "
+                    "draw would be made.",
+                ),
             }
         ),
         "ScenarioReason": obj(
             {
-                "source": enum(["header", "queue", "match", "client_code", "default"]),
-                "detail": string("Which header, queue entry, match keys or item."),
+                "source": enum(["header", "queue", "match", "weight", "client_code", "default"]),
+                "detail": string("Which header, queue entry, match keys, weighted draw or item."),
             },
             description="How the scenario was chosen (docs/control-api.md).",
         ),

@@ -141,10 +141,32 @@ export function mountPlace(main) {
         account_id: accountSelect.value,
         headers: headers(),
       });
+      // A weighted draw is described, not made: `scenario` is null and `candidates`
+      // lists what the order would be drawn among (docs/control-api.md, "Why this scenario").
+      const drawn = answer.scenario === null;
       replaceChildren(
         explanation,
-        el("h3", { text: "The sandbox would choose" }),
-        el("p", {}, el("strong", { class: "mono", text: answer.scenario }), ` (${answer.reason.source}): ${answer.reason.detail}`),
+        el("h3", { text: drawn ? "The sandbox would draw among" : "The sandbox would choose" }),
+        drawn
+          ? el(
+              "ul",
+              { id: "place-explain-candidates" },
+              (answer.candidates || []).map((candidate) =>
+                el(
+                  "li",
+                  {},
+                  el("strong", { class: "mono", text: candidate.scenario }),
+                  ` weight ${candidate.weight}, ${Math.round(candidate.share * 1000) / 10}%`,
+                ),
+              ),
+            )
+          : null,
+        el(
+          "p",
+          {},
+          drawn ? null : el("strong", { class: "mono", text: answer.scenario }),
+          `${drawn ? "" : " "}(${answer.reason.source}): ${answer.reason.detail}`,
+        ),
         answer.near_misses.length
           ? el(
               "ul",

@@ -66,10 +66,18 @@ function scenarioCard(scenario) {
     stepsTimeline(scenario.steps),
     facts([
       ["source", el("span", { class: "mono small", text: scenario.source })],
-      ["chosen", scenario.match ? "automatically when its match holds" : "by header or queue"],
+      ["chosen", chosenBy(scenario)],
       ["pricing", pricing],
     ]),
   );
+}
+
+/** How a scenario can be chosen besides header and queue (docs/scenarios.md, "Selecting one"). */
+function chosenBy(scenario) {
+  if (scenario.weight !== null && scenario.weight !== undefined) {
+    return `drawn with weight ${scenario.weight}${scenario.match ? " when its match holds" : ""}`;
+  }
+  return scenario.match ? "automatically when its match holds" : "by header or queue";
 }
 
 function renderQueue(box, queue, accounts) {
@@ -89,7 +97,7 @@ function renderQueue(box, queue, accounts) {
   replaceChildren(
     box,
     el("h3", { id: "queue-title", text: "Queue for the next orders" }),
-    queue.length ? node : el("p", { class: "muted", text: "Empty: match rules and defaults decide." }),
+    queue.length ? node : el("p", { class: "muted", text: "Empty: match rules, weighted draws and defaults decide." }),
   );
 }
 
