@@ -250,12 +250,14 @@ def _read_har(path: str, text: str) -> Recording:
             at = _time(entry["startedDateTime"])
             request_message = Message(_har_headers(request), *_har_body(request.get("postData")))
             if entry.get("_direction") == "inbound":
+                # HAR's status 0 is "no answer" (an export of a delivery not answered).
+                answered = _integer(response["status"], "status")
                 webhooks.append(
                     Webhook(
                         seq=index + 1,
                         at=at,
                         message=request_message,
-                        answered=_integer(response["status"], "status"),
+                        answered=answered or None,
                         signature_valid=entry.get("_signature_valid"),
                         line=line,
                     )
