@@ -46,7 +46,6 @@ import signal
 import ssl
 import sys
 import threading
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +53,7 @@ from typing import Any
 import aiohttp
 
 from . import tls
+from .arguments import http_url
 from .webhooks import post_event
 
 LISTEN_PATH = "/_mock/listen"
@@ -493,13 +493,6 @@ class ListenerThread:
             loop.close()
 
 
-def _http_url(value: str) -> str:
-    parsed = urllib.parse.urlsplit(value)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an http:// or https:// URL")
-    return value
-
-
 def _positive(value: str) -> float:
     try:
         number = float(value)
@@ -521,14 +514,14 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--base-url",
         required=True,
-        type=_http_url,
+        type=http_url,
         metavar="URL",
         help="a sandbox's base_url (.../_mock/sandboxes/sbx-...)\nor a server's root",
     )
     parser.add_argument(
         "--forward-to",
         required=True,
-        type=_http_url,
+        type=http_url,
         metavar="URL",
         help="where each webhook is POSTed,\ne.g. http://localhost:4242/webhook",
     )

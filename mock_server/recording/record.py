@@ -33,24 +33,11 @@ import asyncio
 import contextlib
 import signal
 import sys
-import urllib.parse
 from collections.abc import Sequence
 
 from .. import loops
+from ..arguments import http_url
 from .proxy import Recorder
-
-
-def _http_url(value: str) -> str:
-    parsed = urllib.parse.urlsplit(value)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an http:// or https:// URL")
-    if parsed.query or parsed.fragment:
-        raise argparse.ArgumentTypeError(f"{value!r}: a base URL takes no query or fragment")
-    try:
-        parsed.port  # noqa: B018 - raises on a port that is not a number
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{value!r}: {exc}") from None
-    return value
 
 
 def _port(value: str) -> int:
@@ -73,7 +60,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--upstream",
         required=True,
-        type=_http_url,
+        type=http_url,
         metavar="URL",
         help="the provider's base URL: every request goes there",
     )
@@ -95,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--webhook-forward-to",
-        type=_http_url,
+        type=http_url,
         metavar="URL",
         help="the merchant's webhook receiver: each delivery is POSTed on\n"
         "and answered with its status (without it: 200)",

@@ -1,0 +1,21 @@
+"""Argument types the side commands share (`mock-server listen`, `mock-server record`):
+each checks one value and says what is wrong with it, as argparse shows it."""
+
+from __future__ import annotations
+
+import argparse
+import urllib.parse
+
+
+def http_url(value: str) -> str:
+    """An http:// or https:// base URL: a host, a port that is a number, no query."""
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an http:// or https:// URL")
+    if parsed.query or parsed.fragment:
+        raise argparse.ArgumentTypeError(f"{value!r}: a base URL takes no query or fragment")
+    try:
+        parsed.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r}: {exc}") from None
+    return value
