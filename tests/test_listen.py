@@ -8,12 +8,9 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import signal
 import socket
 import ssl
-import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -32,66 +29,11 @@ from mock_server.config import Settings
 from mock_server.listen import main as listen_main
 from mock_server.testing import SandboxError, SandboxHandle, ServerThread, WebhookReceiver
 from mock_server.webhooks import verify
+from tests.processes import Process
 
 pytest_plugins = ["pytester"]
 
 GONE = "the listener disconnected before it reported"
-
-
-class Process:
-    """`python -m mock_server ARGS` with its output lines collected as they come."""
-
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        environment = {k: v for k, v in os.environ.items() if k != "MOCK_CONTROL_TOKEN"}
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "mock_server", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environment | (env or {}),
-        )
-        self.out: list[str] = []
-        self.err: list[str] = []
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(stream, lines), daemon=True)
-            for stream, lines in ((self.popen.stdout, self.out), (self.popen.stderr, self.err))
-        ]
-        for pump in self._pumps:
-            pump.start()
-
-    @staticmethod
-    def _pump(stream: Any, lines: list[str]) -> None:
-        for line in stream:
-            lines.append(line.rstrip("\n"))
-
-    def wait_for(self, wanted: str, *, stderr: bool = False, timeout: float = 15.0) -> str:
-        """The first line (of stdout, or stderr) containing `wanted`, once printed."""
-        lines = self.err if stderr else self.out
-        deadline = time.monotonic() + timeout
-        while True:
-            found = next((line for line in list(lines) if wanted in line), None)
-            if found is not None:
-                return found
-            if self.popen.poll() is not None and not any(p.is_alive() for p in self._pumps):
-                break
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-        raise AssertionError(
-            f"no line with {wanted!r} (exit status {self.popen.poll()}); "
-            f"stdout: {self.out}; stderr: {self.err}"
-        )
-
-    def finish(self, timeout: float = 10.0) -> int:
-        status = self.popen.wait(timeout)
-        for pump in self._pumps:
-            pump.join(timeout)
-        return status
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.kill()
-        self.popen.wait(10)
 
 
 # -- servers, sandboxes, listeners -----------------------------------------------------------
@@ -144,7 +86,7 @@ def listen() -> Iterator[Callable[..., Process]]:
 
     yield start
     for process in started:
-        process.stop()
+        process.kill()
 
 
 @pytest.fixture
@@ -479,7 +421,7 @@ def test_it_waits_for_a_server_that_is_not_there_yet(receiver, listen):
         server.wait_for("listening on ")
         listener.wait_for("webhook secret ", timeout=15)
     finally:
-        server.stop()
+        server.kill()
 
 
 def test_over_https_with_a_private_ca(tmp_path, receiver, listen):
@@ -489,7 +431,7 @@ def test_over_https_with_a_private_ca(tmp_path, receiver, listen):
         assert url.startswith("https://")
         untrusted = listen("--base-url", url, "--forward-to", receiver.url, ready=False)
         assert "CERTIFICATE_VERIFY_FAILED" in untrusted.wait_for("cannot listen", stderr=True)
-        untrusted.stop()
+        untrusted.kill()
 
         listener = listen("--base-url", url, "--forward-to", receiver.url, "--ca", str(ca))
         context = ssl.create_default_context(cafile=str(ca))
@@ -499,7 +441,7 @@ def test_over_https_with_a_private_ca(tmp_path, receiver, listen):
         (event,) = receiver.events
         assert event.verified
     finally:
-        server.stop()
+        server.kill()
 
 
 # -- the pytest plugin -------------------------------------------------------------------------

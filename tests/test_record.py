@@ -14,7 +14,6 @@ import contextlib
 import gzip
 import http.client
 import json
-import os
 import re
 import signal
 import socket
@@ -33,14 +32,13 @@ from typing import Any
 import aiohttp
 import pytest
 
-from mock_server import cli
 from mock_server.recording import record
 from mock_server.recording.fileformat import FORMAT, VERSION, read_lines
 from mock_server.recording.proxy import Recorder
 from mock_server.recording.redaction import RULES, Redactor, rules_without, scan
 from mock_server.testing import SandboxError, SandboxHandle, WebhookReceiver
+from tests.processes import DEADLINE, Process, environment
 
-DEADLINE = 15.0
 AT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 PLACEHOLDER = re.compile(r"^<([a-z_]+):([0-9a-f]{12})>$")
 RULE_NAMES = list(RULES)
@@ -49,77 +47,14 @@ RULE_NAMES = list(RULES)
 # -- processes ---------------------------------------------------------------------------------
 
 
-def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("MOCK_")}
-
-
 def record_argv(*args: str) -> list[str]:
-    """`mock-server record ARGS`, through the CLI once it dispatches `record`."""
-    if "record" in cli.COMMANDS:
-        return [sys.executable, "-m", "mock_server", "record", *args]
-    return [sys.executable, "-m", "mock_server.recording.record", *args]
-
-
-class Process:
-    """A child process with its output lines collected as they come."""
-
-    def __init__(self, argv: list[str]) -> None:
-        self.popen = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            env=_environment(),
-        )
-        self.out: list[str] = []
-        self.err: list[str] = []
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(stream, lines), daemon=True)
-            for stream, lines in ((self.popen.stdout, self.out), (self.popen.stderr, self.err))
-        ]
-        for pump in self._pumps:
-            pump.start()
-
-    @staticmethod
-    def _pump(stream: Any, lines: list[str]) -> None:
-        for line in stream:
-            lines.append(line.rstrip("\n"))
-
-    def wait_for(self, wanted: str, timeout: float = DEADLINE) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = next((line for line in list(self.out) if wanted in line), None)
-            if found is not None:
-                return found
-            exited = self.popen.poll() is not None and not any(p.is_alive() for p in self._pumps)
-            if exited or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"no line with {wanted!r} (exit status {self.popen.poll()}); "
-                    f"stdout: {self.out}; stderr: {self.err}"
-                )
-            time.sleep(0.01)
-
-    def signal(self, sig: int) -> int:
-        """Send `sig` and wait for the exit: the exit status."""
-        self.popen.send_signal(sig)
-        return self.finish()
-
-    def finish(self, timeout: float = DEADLINE) -> int:
-        status = self.popen.wait(timeout)
-        for pump in self._pumps:
-            pump.join(timeout)
-        return status
-
-    def kill(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.kill()
-        self.popen.wait(10)
+    """`mock-server record ARGS`."""
+    return [sys.executable, "-m", "mock_server", "record", *args]
 
 
 class RecorderProcess(Process):
     def __init__(self, *args: str) -> None:
-        super().__init__(record_argv(*args))
+        super().__init__("record", *args)
         first = self.wait_for("recording on ")
         self.url, _, self.upstream = first.removeprefix("recording on ").partition(" -> ")
         self.webhook_url = self.wait_for("webhook receiver ").removeprefix("webhook receiver ")
@@ -129,10 +64,7 @@ class RecorderProcess(Process):
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
     """The stand-in for production: a sandbox server process."""
-    server = Process(
-        [sys.executable, "-m", "mock_server", "--host", "127.0.0.1", "--port", "0"]
-        + ["--clock", "manual", "--seed", "1"]
-    )
+    server = Process("--host", "127.0.0.1", "--port", "0", "--clock", "manual", "--seed", "1")
     line = server.wait_for("listening on ")
     yield line.split("listening on ", 1)[1].strip()
     server.signal(signal.SIGTERM)
@@ -870,9 +802,7 @@ def test_the_plant_demo_and_any_path_pass(sandbox, recorder):
 )
 def test_bad_arguments_exit_2(tmp_path, args, said):
     argv = record_argv(*(arg.replace("{tmp}", str(tmp_path)) for arg in args))
-    done = subprocess.run(
-        argv, capture_output=True, text=True, env=_environment(), timeout=DEADLINE
-    )
+    done = subprocess.run(argv, capture_output=True, text=True, env=environment(), timeout=DEADLINE)
     assert done.returncode == 2, done
     assert said in done.stderr and done.stdout == ""
 
@@ -885,7 +815,7 @@ def test_a_busy_port_exits_1_and_leaves_no_file(tmp_path):
         out = tmp_path / "never.jsonl"
         argv = record_argv("--upstream", "http://127.0.0.1:1", "--out", str(out), "--port", port)
         done = subprocess.run(
-            argv, capture_output=True, text=True, env=_environment(), timeout=DEADLINE
+            argv, capture_output=True, text=True, env=environment(), timeout=DEADLINE
         )
     assert done.returncode == 1 and "cannot listen" in done.stderr
     assert not out.exists()
