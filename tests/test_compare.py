@@ -33,8 +33,10 @@ from aiohttp import web
 from mock_server.app import create_app
 from mock_server.clock import parse_iso
 from mock_server.config import Settings
-from mock_server.recording import compare, har, replay
+from mock_server.recording import compare, har
+from mock_server.recording.catalog_inference import infer_catalog
 from mock_server.recording.reading import read_recording
+from mock_server.recording.sessions import sessions_of
 from mock_server.serving import Serving
 
 START = "2026-03-01T10:00:00Z"
@@ -683,8 +685,8 @@ def test_a_value_that_drifted_is_found(tmp_path: Path) -> None:
 
 def test_the_catalog_is_what_the_order_answers_show(tmp_path: Path) -> None:
     path = record(tmp_path).write()
-    sessions = replay.sessions_of([read_recording(str(path))])
-    items = {item["id"]: item for item in replay.infer_catalog(sessions)}
+    sessions = sessions_of([read_recording(str(path))])
+    items = {item["id"]: item for item in infer_catalog(sessions)}
     # Items production refused (987654 unknown, 1004 out of stock) were never sold.
     assert set(items) == {1001, 2001, 2002, 3001}
     assert items[1001] | {"fields": []} == {

@@ -139,6 +139,41 @@ def test_the_edge_toolkit_and_the_two_apis_keep_to_their_packages():
     assert "mock_server.merchant.table" in graph[DISPATCHER]
 
 
+#: The recording package (docs/recording.md) drives a sandbox over HTTP and the control
+#: API as any client would: it may start a server (`app.py`, `serving.py`, `config.py`),
+#: use `conformance.py`'s shape comparison and `webhooks.verify`, never reach into a
+#: sandbox nor into the code that serves the APIs.
+RECORDING = "mock_server.recording"
+RECORDING_NEVER = (
+    "mock_server.domain.sandbox",
+    "mock_server.domain.sandboxes",
+    "mock_server.edge",
+    "mock_server.merchant",
+    "mock_server.control",
+    "mock_server.openapi",
+    "mock_server.state_file",
+)
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    """`module` is one of `packages` or inside one (`domain.sandbox_ids` is not
+    `domain.sandbox`)."""
+    return any(module == package or module.startswith(package + ".") for package in packages)
+
+
+def test_the_recording_package_is_a_client_of_the_sandbox():
+    graph = import_graph()
+    crossings = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if _within(module, (RECORDING,))
+        for target in targets
+        if _within(target, RECORDING_NEVER)
+    )
+    assert crossings == []
+    assert "mock_server.serving" in graph["mock_server.recording.world"]  # it starts one
+
+
 def test_the_check_sees_a_circle_and_a_crossing():
     """The two checks above would notice what they look for."""
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

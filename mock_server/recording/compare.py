@@ -29,19 +29,13 @@ from typing import Any
 import aiohttp
 
 from ..sourcefile import ConfigError
+from .explain import ClassVerdict
+from .findings import Finding
+from .judge import DEFAULT_TOLERANCE, Play, sandbox_attempts
 from .reading import RecordingError, read_recordings
-from .replay import (
-    DEFAULT_TOLERANCE,
-    ClassVerdict,
-    Finding,
-    Outcome,
-    Play,
-    ReplayError,
-    class_delays,
-    parse_time,
-    run,
-    sandbox_attempts,
-)
+from .replay import Outcome, class_delays, run
+from .values import parse_time
+from .world import ReplayError
 
 NO_SCENARIO = "no scenario produces this"
 

@@ -1,5 +1,6 @@
-"""The recording file (docs/recording.md, "Record"): JSON Lines, gzipped when the path
-ends in `.gz`.
+"""The recording file (docs/recording.md, "Record"): JSON Lines, written gzipped when the
+path ends in `.gz`; read back gzipped or not by what it holds, whatever its name
+(`read_bytes`).
 
 The first line is the header:
 
@@ -29,7 +30,7 @@ stand out of `seq` order when exchanges overlap):
   whether its signature matched `--webhook-secret` (null without one).
 
 For a `.gz` path every line ends a zlib sync-flush block, so a file whose recorder was
-killed decompresses up to its last whole line (`read_lines`).
+killed decompresses up to its last whole line (`read_bytes`, `read_lines`).
 """
 
 from __future__ import annotations
@@ -46,8 +47,12 @@ from typing import Any, BinaryIO
 
 import orjson
 
+#: What the header line says the file is (`reading.py` refuses any other).
 FORMAT = "ordering-sandbox-recording"
 VERSION = 1
+#: The first two bytes of every gzip stream (RFC 1952, 2.3.1); a recording's JSON Lines
+#: begin with `{`.
+GZIP_MAGIC = b"\x1f\x8b"
 
 try:  # Optional: aiohttp decodes `br` only with it too.
     import brotli  # type: ignore[import-not-found]
@@ -177,22 +182,28 @@ class RecordingWriter:
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """The file's content, decompressed for a `.gz` path; a gzip stream cut short (a
-    killed recorder) gives what it holds up to where it stops."""
+    """The file's content, decompressed when it is gzipped: when it begins with the gzip
+    magic bytes, whatever its name. A gzip stream cut short (a killed recorder) gives
+    what it holds up to where it stops; one that cannot be decompressed from its start
+    raises `gzip.BadGzipFile` (an `OSError`, as a file that cannot be read does)."""
     with open(path, "rb") as file:
         data = file.read()
-    if not os.fspath(path).endswith(".gz"):
+    if data[:2] != GZIP_MAGIC:
         return data
     out = io.BytesIO()
+    first = True
     while data:
         inflater = zlib.decompressobj(wbits=31)
         try:
             out.write(inflater.decompress(data))
-        except zlib.error:
-            break  # a torn block at the end: keep what came before it
+        except zlib.error as exc:
+            if first:
+                raise gzip.BadGzipFile(f"not a readable gzip stream ({exc})") from exc
+            break  # after a whole stream, bytes that are no gzip member: keep the stream
         if not inflater.eof:
             break  # cut short: no end of stream
         data = inflater.unused_data  # another gzip member may follow
+        first = False
     return out.getvalue()
 
 

@@ -11,18 +11,13 @@ whole). Times become epoch seconds (wall time of the recording).
 from __future__ import annotations
 
 import base64
-import gzip
 import json
-import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-#: What the recorder writes in its header line (`fileformat.py` writes the same).
-FORMAT = "ordering-sandbox-recording"
-VERSION = 1
+from .fileformat import FORMAT, VERSION, read_bytes
 
 
 class RecordingError(Exception):
@@ -89,11 +84,9 @@ def read_recordings(paths: list[str]) -> list[Recording]:
 def read_recording(path: str) -> Recording:
     """The recording at `path`, whatever its kind; raises `RecordingError`."""
     try:
-        data = Path(path).read_bytes()
+        data = read_bytes(path)  # gzipped or not, by its first bytes
     except OSError as exc:
         raise RecordingError(f"{path}:1: cannot read it ({exc.strerror or exc})") from exc
-    if data[:2] == b"\x1f\x8b":
-        data = _gunzip(data)
     text = data.decode("utf-8", errors="replace")
     return _read_har(path, text) if _is_har(text) else _read_lines(path, text)
 
@@ -107,19 +100,6 @@ def _is_har(text: str) -> bool:
     except ValueError:
         return text.lstrip().startswith("{")
     return isinstance(record, dict) and "log" in record and "format" not in record
-
-
-def _gunzip(data: bytes) -> bytes:
-    """All a gzip stream holds, a stream cut short included (a killed recorder's file
-    was flushed line by line, so what it holds ends at a whole line)."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        return inflater.decompress(data)
-    except zlib.error:
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise RecordingError(f"not a readable gzip stream ({exc})") from exc
 
 
 # -- the recorder's own files ---------------------------------------------------------------

@@ -23,14 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .paths import CLIENT_CODE, ORDER, ORDERS, TOKEN
 from .reading import Exchange, Recording, Webhook
 
 TERMINAL = ("completed", "partial", "failed")
 STATUSES = ("pending", "processing", "need_client_code", *TERMINAL)
-_ORDERS = re.compile(r"^(?:/api)?/v1/orders$")
-_ORDER = re.compile(r"^(?:/api)?/v1/orders/([^/]+)$")
-_CLIENT_CODE = re.compile(r"^(?:/api)?/v1/orders/([^/]+)/client-code$")
-_TOKEN = re.compile(r"^(?:/api)?/v1/auth/token/client$")
 
 
 @dataclass(slots=True)
@@ -193,12 +190,12 @@ def traces(recording: Recording) -> list[Trace]:
             _add_webhook(by_id, event)
             continue
         path = event.path
-        if _TOKEN.match(path) and event.method == "POST" and event.status == 200:
+        if TOKEN.match(path) and event.method == "POST" and event.status == 200:
             token = _body(event.response).get("access_token")
             api_key = _body(event.request).get("api_key")
             if isinstance(token, str) and isinstance(api_key, str):
                 api_key_of_token[token] = api_key
-        elif _ORDERS.match(path) and event.method == "POST" and event.status == 201:
+        elif ORDERS.match(path) and event.method == "POST" and event.status == 201:
             order = _body(event.response)
             if isinstance(order.get("id"), str):
                 token = _bearer(event)
@@ -209,9 +206,9 @@ def traces(recording: Recording) -> list[Trace]:
                     Observation(0.0, "create", str(order.get("status")), event.seq, order)
                 )
                 by_id[order["id"]] = trace
-        elif (found := _ORDER.match(path)) and event.method == "GET" and event.status == 200:
+        elif (found := ORDER.match(path)) and event.method == "GET" and event.status == 200:
             _observe(by_id, found.group(1), event, "poll")
-        elif (found := _CLIENT_CODE.match(path)) and event.method == "POST" and event.status == 200:
+        elif (found := CLIENT_CODE.match(path)) and event.method == "POST" and event.status == 200:
             _observe(by_id, found.group(1), event, "client_code")
     for trace in by_id.values():
         # Events are in arrival order; a webhook and a poll in flight together arrive
