@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
-import hashlib
 import io
 import json
 import re
@@ -36,6 +35,7 @@ from mock_server.config import Settings
 from mock_server.recording import compare, har
 from mock_server.recording.catalog_inference import infer_catalog
 from mock_server.recording.reading import read_recording
+from mock_server.recording.redaction import Redactor
 from mock_server.recording.sessions import sessions_of
 from mock_server.serving import Serving
 
@@ -68,10 +68,6 @@ scenarios:
 # -- the production stand-in and its recorder ---------------------------------------------
 
 
-def _hash(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()[:10]
-
-
 def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -79,9 +75,8 @@ def _iso(ts: float) -> str:
 class Session:
     """A merchant's session with the stand-in, recorded event by event.
 
-    `events` keep what went over the wire; `write` redacts them (bearer tokens, API keys,
-    access tokens, delivered and client codes, signatures, e-mail addresses) into
-    placeholders, the same secret always the same one."""
+    `events` keep what went over the wire; `write` redacts them with the recorder's own
+    rules (`redaction.Redactor`), the same secret always the same placeholder."""
 
     def __init__(
         self,
@@ -233,18 +228,19 @@ class Session:
     # writing
 
     def lines(self, *, redact: bool = True) -> list[dict[str, Any]]:
+        redactor = Redactor()  # the recorder's own rules: the same secret, the same placeholder
         header = {
             "format": "ordering-sandbox-recording",
             "version": 1,
             "upstream": "https://orders.example.com",
             "started_at": _iso(START_TS),
-            "redaction": ["token", "api_key", "client_code", "code", "signature", "email"],
+            "redaction": redactor.names if redact else [],
         }
         lines: list[dict[str, Any]] = [header]
         for seq, event in enumerate(self.events, start=1):
             line = json.loads(json.dumps(event))
             line = {"seq": seq, **line, "at": _iso(event["at"])}
-            lines.append(_redact(line) if redact else line)
+            lines.append(redactor.redact(line) if redact else line)
         return lines
 
     def write(self, name: str = "session.jsonl", *, redact: bool = True) -> Path:
@@ -255,54 +251,6 @@ class Session:
         else:
             path.write_text(text)
         return path
-
-
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-
-
-def _redact(event: dict[str, Any]) -> dict[str, Any]:
-    def hide(kind: str, value: str) -> str:
-        return f"<{kind}:{_hash(value)}>"
-
-    def headers(pairs: list[list[str]]) -> None:
-        for pair in pairs:
-            name = pair[0].lower()
-            if name == "authorization" and pair[1].startswith("Bearer "):
-                pair[1] = "Bearer " + hide("token", pair[1][7:])
-            elif name in ("x-signature", "x-webhook-signature"):
-                pair[1] = hide("signature", pair[1])
-
-    def emails(value: Any) -> Any:
-        if isinstance(value, str):
-            return _EMAIL.sub(lambda m: hide("email", m.group(0)), value)
-        if isinstance(value, list):
-            return [emails(v) for v in value]
-        if isinstance(value, dict):
-            return {k: emails(v) for k, v in value.items()}
-        return value
-
-    def codes(body: Any) -> None:
-        if isinstance(body, dict) and isinstance(body.get("codes"), list):
-            body["codes"] = [hide("code", code) for code in body["codes"]]
-
-    if event["kind"] == "webhook":
-        headers(event["headers"])
-        codes(event["body"])
-        event["body"] = emails(event["body"])
-        return event
-    request, response = event["request"], event["response"]
-    headers(request["headers"])
-    body, answer = request.get("body"), response.get("body")
-    request["body"] = body = emails(body)
-    if isinstance(body, dict) and "api_key" in body:
-        body["api_key"] = hide("api_key", body["api_key"])
-    if request["path"].endswith("/client-code") and isinstance(body, dict):
-        body["code"] = hide("client_code", str(body["code"]))
-    if isinstance(answer, dict) and "access_token" in answer:
-        answer["access_token"] = hide("token", answer["access_token"])
-    codes(answer)
-    response["body"] = emails(answer)
-    return event
 
 
 def browser_har(session: Session) -> dict[str, Any]:
