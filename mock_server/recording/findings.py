@@ -140,21 +140,25 @@ def order_values(
                 **where,
             )
         )
-    for name in ECHOED:
-        if name in recorded and name in answer and not same(recorded[name], answer[name]):
-            kept.append(
-                Finding(
-                    pointer=f"/{name}",
-                    kind="echo",
-                    recorded=recorded[name],
-                    sandbox=answer[name],
-                    **where,
-                )
-            )
-    kept += money_finding(recorded, answer, "price", where)
+    return kept + echoes_and_money(recorded, answer, where, same_status=same_status)
+
+
+def echoes_and_money(
+    recorded: dict[str, Any], answer: dict[str, Any], where: dict, *, same_status: bool
+) -> list[Finding]:
+    """An order's (or its event's) echoed request fields that differ, and what it
+    charged; what it refunded only where both show the same status."""
+    found = [
+        Finding(
+            pointer=f"/{name}", kind="echo", recorded=recorded[name], sandbox=answer[name], **where
+        )
+        for name in ECHOED
+        if name in recorded and name in answer and not same(recorded[name], answer[name])
+    ]
+    found += money_finding(recorded, answer, "price", where)
     if same_status:
-        kept += money_finding(recorded, answer, "refund_amount", where)
-    return kept
+        found += money_finding(recorded, answer, "refund_amount", where)
+    return found
 
 
 def _webhook_state(order: dict[str, Any]) -> Any:

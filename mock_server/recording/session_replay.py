@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .findings import Finding, money_finding, order_values, same, shape_findings
+from .findings import Finding, echoes_and_money, money_finding, order_values, shape_findings
 from .judge import MIN_TOLERANCE, shown_within, status_spans, tolerances
 from .paths import CLIENT_CODE, ORDER, ORDERS
 from .reading import Exchange, Message, Webhook
@@ -330,21 +330,8 @@ def _webhook_findings(
                         **where,
                     )
                 )
-            for name in ("merchant_order_id", "item", "quantity"):
-                if name in recorded and name in mine and not same(recorded[name], mine[name]):
-                    findings.append(
-                        Finding(
-                            pointer=f"/{name}",
-                            kind="echo",
-                            recorded=recorded[name],
-                            sandbox=mine[name],
-                            **where,
-                        )
-                    )
-            findings += money_finding(recorded, mine, "price", where)
-            if same_status:
-                findings += money_finding(recorded, mine, "refund_amount", where)
-            else:
+            findings += echoes_and_money(recorded, mine, where, same_status=same_status)
+            if not same_status:
                 findings = [
                     f
                     for f in findings
