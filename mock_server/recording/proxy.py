@@ -39,11 +39,11 @@ import aiohttp
 import orjson
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
-from yarl import URL
 
 from ..webhooks import verify
 from .fileformat import RecordingWriter, body_fields, read_bytes, wall_iso
 from .redaction import RULES, Leak, Redactor, scan
+from .upstream import Upstream, UpstreamError
 
 WEBHOOK_PATH = "/_record/webhook"
 #: Seconds the upstream (and a webhook's receiver) has to answer whole.
@@ -184,6 +184,8 @@ class Recorder:
         self.failed = asyncio.Event()
         self._seq = 0
         self._writer: RecordingWriter | None = None
+        #: The upstream's client; webhooks are forwarded by `_session`'s.
+        self._upstream: Upstream | None = None
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.ServerRunner | None = None
         self._address: tuple[str, int] | None = None
@@ -221,6 +223,7 @@ class Recorder:
 
     async def start(self) -> tuple[str, int]:
         self.open()
+        self._upstream = Upstream(self.upstream)
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0),
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -254,6 +257,9 @@ class Recorder:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+        upstream, self._upstream = self._upstream, None
+        if upstream is not None:
+            await upstream.close()
         if self._writer is not None:
             self._writer.close()
 
@@ -322,19 +328,14 @@ class Recorder:
         return response
 
     async def _pass_on(self, request: web.BaseRequest, body: bytes) -> web.Response:
-        assert self._session is not None
-        url = URL(self.upstream + request.raw_path, encoded=True)
-        headers = _one_case(passed_on(request.headers.items(), drop=(hdrs.HOST,)))
+        assert self._upstream is not None
+        # The client's own framing goes: the body goes on whole, framed by its length.
+        headers = passed_on(request.headers.items(), drop=(hdrs.HOST, hdrs.CONTENT_LENGTH))
         try:
-            async with self._session.request(
-                request.method,
-                url,
-                data=body or None,
-                headers=headers,
-                allow_redirects=False,
-            ) as answer:
-                payload = await answer.read()
-                status, reason, raw_headers = answer.status, answer.reason, answer.headers
+            async with asyncio.timeout(self.upstream_timeout):
+                answer = await self._upstream.request(
+                    request.method, request.raw_path, list(headers.items()), body
+                )
         except TimeoutError:
             return envelope(
                 502,
@@ -342,16 +343,18 @@ class Recorder:
                 f"{self.upstream_timeout:g} s",
                 "upstream_unavailable",
             )
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
+        except UpstreamError as exc:
             return envelope(
                 502,
-                f"the upstream {self.shown_upstream} cannot be reached: {_describe(exc)}",
+                f"the upstream {self.shown_upstream} cannot be reached: {exc}",
                 "upstream_unavailable",
             )
-        headers = passed_on(raw_headers.items())
-        if hdrs.CONTENT_LENGTH not in headers and _may_have_body(request.method, status):
-            headers[hdrs.CONTENT_LENGTH] = str(len(payload))  # it came chunked
-        return _Passthrough(status=status, reason=reason, headers=headers, body=payload)
+        headers = passed_on(answer.headers)
+        if hdrs.CONTENT_LENGTH not in headers and _may_have_body(request.method, answer.status):
+            headers[hdrs.CONTENT_LENGTH] = str(len(answer.body))  # it came chunked
+        return _Passthrough(
+            status=answer.status, reason=answer.reason, headers=headers, body=answer.body
+        )
 
     async def _webhook(self, request: web.BaseRequest, seq: int, arrived: float) -> web.Response:
         body = await request.content.read()
