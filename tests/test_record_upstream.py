@@ -6,9 +6,11 @@ bodiless answers; connections kept alive, and those the upstream closed meanwhil
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+import trustme
 
 from mock_server.recording.upstream import Upstream, UpstreamError
 
@@ -141,3 +143,25 @@ async def test_an_upstream_that_breaks_off_or_is_not_there_is_an_upstream_error(
     nobody = Upstream("http://127.0.0.1:1")
     with pytest.raises(UpstreamError):
         await nobody.request("GET", "/", [], b"")
+
+
+async def test_an_https_upstream_is_verified(serve, monkeypatch, tmp_path):
+    """Production is HTTPS (spec, introduction): its certificate is checked against the
+    trust store (here a test CA, through OpenSSL's SSL_CERT_FILE)."""
+    authority = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("localhost").configure_cert(context)
+    scripted = ScriptedServer(fixed(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecure"))
+    server = await asyncio.start_server(scripted.handle, "127.0.0.1", 0, ssl=context)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(UpstreamError, match="CERTIFICATE_VERIFY_FAILED"):
+            await Upstream(f"https://localhost:{port}").request("GET", "/", [], b"")
+        ca = tmp_path / "ca.pem"
+        authority.cert_pem.write_to_path(str(ca))
+        monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+        upstream = Upstream(f"https://localhost:{port}")
+        assert (await upstream.request("GET", "/", [], b"")).body == b"secure"
+        await upstream.close()
+    finally:
+        server.close()
