@@ -67,6 +67,7 @@ from report import (
     BAR_CREATE_VS_BARE,
     BAR_LOOKUP_RATIO,
     BAR_LOOKUP_VS_CEILING,
+    BARE_TITLES,
     machine_info,
     memory_details,
     memory_rows,
@@ -296,6 +297,87 @@ def bench_http(pin: Placement, params: WrkParams, work: Path, log: Callable) -> 
     return {"endpoints": endpoints, "parity": parity}
 
 
+#: `--only access-log`: per endpoint, the bare app its floor compares with (README.md,
+#: "The bars"): lookup against the ceiling, creation against bare asyncio.
+ACCESS_LOG_CALLS = (
+    ("lookup", "lookup.lua", "/api/v1/orders/", "ceiling"),
+    ("create", "create.lua", "/api/v1/orders", "bare"),
+)
+
+
+def bench_access_log(pin: Placement, params: WrkParams, work: Path, log: Callable) -> str:
+    """`--only access-log`: order lookup and creation with the sandbox's line per request
+    on (as shipped) and off (`--access-log off`), beside the bare app of each one's floor,
+    the three alternating, each run on a fresh server after a warm-up run and done again
+    when other processes were busy: a table of medians."""
+    accounts = write_accounts(work / "accounts-http.yaml")
+    bodies, _, token, order_id = capture_bodies(pin, accounts, work)
+    targets = {
+        "on": Target("sandbox", sandbox_argv(pin, accounts), token, order_id),
+        "off": Target("sandbox", sandbox_argv(pin, accounts) + ["--access-log", "off"]),
+        "ceiling": Target("ceiling", bare_argv(pin, bodies, "ceiling")),
+        "bare": Target("bare", bare_argv(pin, bodies, "bare")),
+    }
+    runs: dict[str, dict[str, list[WrkRun]]] = {}
+    for key, script, path, reference in ACCESS_LOG_CALLS:
+        runs[key] = {config: [] for config in ("on", "off", reference)}
+        for index in range(params.runs):
+            for config in runs[key]:
+                target = targets[config]
+                for attempt in range(RETRIES + 1):
+                    server = target.start(work)
+                    try:
+                        url = server.url + path + (order_id if key == "lookup" else "")
+                        env = {"BENCH_TOKEN": target.token or token}
+                        env["BENCH_PREFIX"] = f"warm{index}-{attempt}"
+                        run_wrk(pin, params, url, script, env, params.warmup)
+                        env["BENCH_PREFIX"] = f"run{index}-{attempt}"
+                        watch = CpuWatch((server.proc.pid,))
+                        run = run_wrk(pin, params, url, script, env, params.duration)
+                        other, _, wall = watch.other()
+                    finally:
+                        server.stop()
+                    run.other_load = other / wall
+                    log(
+                        f"  {key:6} {config:7} run {index + 1}: {run.rps:8.0f} req/s  "
+                        f"p99 {run.p99_ms:6.2f} ms  other load {run.other_load:.0%}"
+                    )
+                    if run.other_load <= NOISY or attempt == RETRIES:
+                        break
+                    time.sleep(5)
+                runs[key][config].append(run)
+    lines = [
+        f"The sandbox's access line on (as shipped) against `--access-log off`, beside the "
+        f"bare app of each floor; wrk -t{params.threads} -c{params.connections} "
+        f"-d{params.duration:g}s --latency, {params.runs} runs per server and endpoint, "
+        f"the three alternating, each on a fresh server after a {params.warmup:g} s warm-up "
+        "run; medians.",
+        "",
+        "| endpoint | on: req/s, p99 | off: req/s, p99 | on/off: rate, p99 | reference: req/s, "
+        "p99 | on vs reference: rate, p99 | off vs reference: rate, p99 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, _, _, reference in ACCESS_LOG_CALLS:
+        rate = {c: statistics.median(r.rps for r in each) for c, each in runs[key].items()}
+        p99 = {c: statistics.median(r.p99_ms for r in each) for c, each in runs[key].items()}
+
+        def versus(a: str, b: str, rate: dict = rate, p99: dict = p99) -> str:
+            return f"{rate[a] / rate[b]:.2f}x, {p99[a] / p99[b]:.2f}x"
+
+        lines.append(
+            f"| {key} | {rate['on']:,.0f}, {p99['on']:.2f} ms | {rate['off']:,.0f}, "
+            f"{p99['off']:.2f} ms | {versus('on', 'off')} | {BARE_TITLES[reference]}: "
+            f"{rate[reference]:,.0f}, {p99[reference]:.2f} ms | {versus('on', reference)} | "
+            f"{versus('off', reference)} |"
+        )
+    lines += ["", "Every run: req/s (p99 ms, share of a core used by other processes):", ""]
+    for key, each_config in runs.items():
+        for config, each in each_config.items():
+            listed = ", ".join(f"{r.rps:,.0f} ({r.p99_ms:.2f}, {r.other_load:.0%})" for r in each)
+            lines.append(f"- {key}, {config}: {listed}")
+    return "\n".join(lines)
+
+
 def check_parity(
     sandbox_url: str, bare_url: str, order_path: str, token: str, tag: str = "p"
 ) -> list[str]:
@@ -507,8 +589,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["memory", "http"],
-        help="run this part alone and print it (no RESULTS.md); http: wrk rows and start-up",
+        choices=["memory", "http", "access-log"],
+        help="run this part alone and print it (no RESULTS.md); http: wrk rows and start-up; "
+        "access-log: lookup and creation with the sandbox's access line on and off",
     )
     opts = parser.parse_args(args)
     if opts.sandbox_loop:
@@ -525,6 +608,10 @@ def main(argv: list[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     log(f"placement: {pin.note}")
+    if opts.only == "access-log":
+        with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:
+            print(bench_access_log(pin, params, Path(tmp), log))
+        return 0
     watch = CpuWatch()
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:

@@ -31,7 +31,7 @@ from .domain.sandbox_ids import NODE_ID
 from .domain.sandbox_options import MAX_TTL
 from .domain.startup import StartupState
 from .errors import StateFileError
-from .logs import FLUSH_INTERVAL, AccessLog, LineSink, configure_logging
+from .logs import FLUSH_INTERVAL, LineSink, access_log_options, configure_logging
 from .sourcefile import ConfigError
 
 if TYPE_CHECKING:
@@ -356,15 +356,15 @@ async def serve(settings: Settings, startup: StartupState) -> None:
     from .serving import Serving
 
     app = create_app(settings, startup=startup)
-    access_lines = LineSink()
+    # `--access-log off`: aiohttp's server is given no access log at all (the README's
+    # configuration table).
+    access_lines = LineSink() if settings.access_log == "on" else None
     serving = Serving(
         app,
         settings.host,
         settings.port,
         ssl_context=_server_ssl(settings),
-        access_log_class=AccessLog,
-        access_log=access_lines,
-        access_log_format=settings.log_format,
+        **access_log_options(access_lines, settings.log_format),
     )
     # Start-up (a state file's restore above all) builds objects that live as long as
     # the process and frees almost none: no cyclic collection until it is over.
@@ -384,15 +384,18 @@ async def serve(settings: Settings, startup: StartupState) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    flush_every = FLUSH_INTERVAL if access_lines is not None else None
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
-        access_lines.flush()
+            await asyncio.wait_for(stop.wait(), flush_every)
+        if access_lines is not None:
+            access_lines.flush()
     if settings.url_file:
         with contextlib.suppress(OSError):
             os.remove(settings.url_file)
     await serving.stop()
-    access_lines.flush()
+    if access_lines is not None:
+        access_lines.flush()
 
 
 async def _write_url_file(serving: Serving, path: str, url: str) -> None:

@@ -45,6 +45,8 @@ class Settings:
     seed: int | None = None
     admin_token: str | None = None
     log_format: str = "text"
+    #: `--access-log off`: no line per request (start-up and errors still print).
+    access_log: str = "on"
     cors_origin: str = "*"
     journal_size: int = 1000
     sandbox_ttl: float = 3600.0
@@ -183,6 +185,11 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("admin_token", "require 'Authorization: Bearer T' on /_mock", metavar="T"),
     Option("log_format", "one line per request", choices=("text", "json")),
+    Option(
+        "access_log",
+        "the line per request: off writes none (start-up and errors still print)",
+        choices=("on", "off"),
+    ),
     Option(
         "loop",
         "event loop: auto (uvloop when installed), uvloop or asyncio",

@@ -1,4 +1,5 @@
-"""One log line per request, as text or JSON (`--log-format`).
+"""One log line per request, as text or JSON (`--log-format`), or none
+(`--access-log off`).
 
 Access lines bypass the `logging` machinery (a large share of a lookup's cost went
 there: bench/FINDINGS.md section 1): `AccessLog` hands what the line will say to a
@@ -13,7 +14,7 @@ import json
 import logging
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web import BaseRequest, StreamResponse
@@ -27,6 +28,15 @@ BATCH = 256
 
 def configure_logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+
+def access_log_options(sink: LineSink | None, log_format: str) -> dict[str, Any]:
+    """aiohttp's server options for the access log: a line per request to `sink`, in
+    `log_format` ("text" or "json"); `sink` None (`--access-log off`): no access log at
+    all, so a request notes nothing. Start-up, the banner and errors print either way."""
+    if sink is None:
+        return {"access_log": None}
+    return {"access_log_class": AccessLog, "access_log": sink, "access_log_format": log_format}
 
 
 class LineSink:

@@ -1,10 +1,20 @@
 """The access-log sink: lines rendered in batches, off the request's path, never many at
-once (a large batch stalls every request in flight)."""
+once (a large batch stalls every request in flight); and `--access-log on|off`, as a
+server started by the CLI writes it."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
 
 from mock_server.logs import BATCH, LineSink
 
@@ -41,3 +51,65 @@ def test_json_records_carry_their_wall_time():
         "duration_ms": 1.25,
         "remote": "127.0.0.1",
     }
+
+
+LISTENING = re.compile(r"^listening on (http://127\.0\.0\.1:\d+)$")
+HEALTH_LINE = re.compile(r"^127\.0\.0\.1 GET /_mock/health 200 [\d.]+ms$", re.M)
+
+
+def serve_one_request(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """A server started as the CLI starts it, asked `GET /_mock/health` once, then
+    stopped with SIGTERM (which flushes any access line): its whole stderr."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("MOCK_")}
+    environment.update(env or {})
+    stderr_path = tmp_path / "stderr.txt"
+    with stderr_path.open("w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mock_server", "--port", "0", "--clock", "manual", *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=environment,
+        )
+        try:
+            assert proc.stdout is not None
+            listening = LISTENING.match(proc.stdout.readline().rstrip("\n"))
+            assert listening, stderr_path.read_text()
+            # The banner prints either way; the server is stopped once it has.
+            banner = ""
+            while "dashboard" not in banner:
+                line = proc.stdout.readline()
+                assert line, stderr_path.read_text()
+                banner += line
+            with urllib.request.urlopen(f"{listening[1]}/_mock/health", timeout=10) as answer:
+                assert answer.status == 200
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=10)
+            assert proc.returncode == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return stderr_path.read_text()
+
+
+def test_the_access_log_is_on_by_default(tmp_path):
+    written = serve_one_request(tmp_path)
+    assert len(HEALTH_LINE.findall(written)) == 1, written
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [(("--access-log", "off"), None), ((), {"MOCK_ACCESS_LOG": "off"})],
+    ids=["flag", "variable"],
+)
+def test_access_log_off_writes_no_request_line(tmp_path, args, env):
+    written = serve_one_request(tmp_path, *args, env=env)
+    assert written == "", written
+
+
+def test_access_log_on_writes_a_json_line_in_json_format(tmp_path):
+    written = serve_one_request(tmp_path, "--access-log", "on", "--log-format", "json")
+    line = json.loads(written)
+    assert (line["method"], line["path"], line["status"]) == ("GET", "/_mock/health", 200)
