@@ -1,14 +1,22 @@
 """`python -m mock_server ARGS` as a child process whose output lines are collected as
-they come: the servers, listeners and recorders the command-line tests start."""
+they come: the servers, listeners and recorders the command-line tests start; and the
+shared server process with a sandbox of each test's own (`server_url`, `sandbox`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
+
+from mock_server.testing import SandboxError, SandboxHandle
 
 #: How long a test waits for a line or an exit before it fails.
 DEADLINE = 15.0
@@ -76,3 +84,30 @@ class Process:
         if self.popen.poll() is None:
             self.popen.kill()
         self.popen.wait(10)
+
+
+def start_server(*args: str) -> tuple[Process, str]:
+    """A sandbox server process on a free port, manual clock, seed 1: it and its URL."""
+    server = Process(
+        "--host", "127.0.0.1", "--port", "0", "--clock", "manual", "--seed", "1", *args
+    )
+    line = server.wait_for("listening on ")
+    return server, line.split("listening on ", 1)[1].strip()
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    """One server process for a test module (production's stand-in, or a hosted one)."""
+    server, url = start_server()
+    yield url
+    server.signal(signal.SIGTERM)
+
+
+@pytest.fixture
+def sandbox(server_url: str) -> Iterator[SandboxHandle]:
+    """A sandbox of this test's own on the module's server, deleted afterwards."""
+    root = SandboxHandle(server_url)
+    created = root.control("POST", "/_mock/sandboxes", {"clock": "manual", "seed": 1})
+    yield SandboxHandle(created["base_url"], admin_token=created["control_token"])
+    with contextlib.suppress(SandboxError):
+        root.control("DELETE", f"/_mock/sandboxes/{created['id']}")

@@ -29,7 +29,7 @@ from mock_server.config import Settings
 from mock_server.listen import main as listen_main
 from mock_server.testing import SandboxError, SandboxHandle, ServerThread, WebhookReceiver
 from mock_server.webhooks import verify
-from tests.processes import Process
+from tests.processes import Process, sandbox, server_url, start_server  # noqa: F401 - fixtures
 
 pytest_plugins = ["pytester"]
 
@@ -37,32 +37,6 @@ GONE = "the listener disconnected before it reported"
 
 
 # -- servers, sandboxes, listeners -----------------------------------------------------------
-
-
-def start_server(*args: str) -> tuple[Process, str]:
-    server = Process(
-        "--host", "127.0.0.1", "--port", "0", "--clock", "manual", "--seed", "1", *args
-    )
-    line = server.wait_for("listening on ")
-    return server, line.split("listening on ", 1)[1].strip()
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    server, url = start_server()
-    yield url
-    server.popen.send_signal(signal.SIGTERM)
-    server.finish()
-
-
-@pytest.fixture
-def sandbox(server_url: str) -> Iterator[SandboxHandle]:
-    """A sandbox of this test's own on the shared server (no webhook URL)."""
-    root = SandboxHandle(server_url)
-    created = root.control("POST", "/_mock/sandboxes", {"clock": "manual", "seed": 1})
-    yield SandboxHandle(created["base_url"], admin_token=created["control_token"])
-    with contextlib.suppress(SandboxError):
-        root.control("DELETE", f"/_mock/sandboxes/{created['id']}")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ ready line or a request's arrival is waited for against a deadline.
 from __future__ import annotations
 
 import base64
-import contextlib
 import gzip
 import http.client
 import json
@@ -36,8 +35,14 @@ from mock_server.recording import record
 from mock_server.recording.fileformat import FORMAT, VERSION, read_lines
 from mock_server.recording.proxy import Recorder
 from mock_server.recording.redaction import RULES, Redactor, rules_without, scan
-from mock_server.testing import SandboxError, SandboxHandle, WebhookReceiver
-from tests.processes import DEADLINE, Process, environment
+from mock_server.testing import WebhookReceiver
+from tests.processes import (  # noqa: F401 - server_url, sandbox: fixtures
+    DEADLINE,
+    Process,
+    environment,
+    sandbox,
+    server_url,
+)
 
 AT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 PLACEHOLDER = re.compile(r"^<([a-z_]+):([0-9a-f]{12})>$")
@@ -59,25 +64,6 @@ class RecorderProcess(Process):
         self.url, _, self.upstream = first.removeprefix("recording on ").partition(" -> ")
         self.webhook_url = self.wait_for("webhook receiver ").removeprefix("webhook receiver ")
         self.path = self.wait_for("file ").removeprefix("file ")
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    """The stand-in for production: a sandbox server process."""
-    server = Process("--host", "127.0.0.1", "--port", "0", "--clock", "manual", "--seed", "1")
-    line = server.wait_for("listening on ")
-    yield line.split("listening on ", 1)[1].strip()
-    server.signal(signal.SIGTERM)
-
-
-@pytest.fixture
-def sandbox(server_url: str) -> Iterator[SandboxHandle]:
-    """A sandbox of this test's own: its base URL is the recorder's upstream."""
-    root = SandboxHandle(server_url)
-    created = root.control("POST", "/_mock/sandboxes", {"clock": "manual", "seed": 1})
-    yield SandboxHandle(created["base_url"], admin_token=created["control_token"])
-    with contextlib.suppress(SandboxError):
-        root.control("DELETE", f"/_mock/sandboxes/{created['id']}")
 
 
 @pytest.fixture
