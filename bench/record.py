@@ -211,13 +211,16 @@ def _p99(values: list[float]) -> float:
 READING = [
     "Reading it: the wrk ratios move with how much of each core the other load left to",
     "the upstream and to the recorder; the CPU rows move much less. They are the cost:",
-    "for each exchange the recorder does a server's work (aiohttp's low-level server), an",
-    "HTTP client's (recording/upstream.py: aiohttp's client cost it about 40 us more per",
-    "lookup, 181 against 144 us) and records it (redaction, JSON, the write: about 25 us",
-    "of it), several times what the upstream sandbox spends answering. The recorder's",
-    "ceiling, with a core of its own, is the upstream's rate times the CPU rows' ratio.",
-    "Against the provider's environment, tens of milliseconds away, a CI suite's rate is",
-    "bound by that distance, not by the recorder.",
+    "for each exchange the recorder reads a request and writes an answer (a server's",
+    "work: recording/listener.py, an asyncio protocol), writes the request on and reads",
+    "the answer (a client's: recording/upstream.py), and records it (JSON read, redacted,",
+    "written: recording/redaction.py, fileformat.py): twice the socket work of the",
+    "upstream sandbox, and about a third of the recorder's time is in its own Python.",
+    "aiohttp's server and client, which did the first two before, took about 60 us more",
+    "per lookup (144 against 84 us on this machine). The recorder's ceiling, with a",
+    "core of its own, is the upstream's rate times the CPU rows' ratio. Against the",
+    "provider's environment, tens of milliseconds away, a CI suite's rate is bound by",
+    "that distance, not by the recorder.",
 ]
 
 

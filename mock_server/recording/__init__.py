@@ -9,6 +9,10 @@ Modules, by command:
   the summary).
 * `proxy`: `Recorder`, the recording proxy: every request passed to the upstream and
   back unchanged, each exchange recorded, and a webhook receiver on the same port.
+* `listener`: the proxy's HTTP/1.1 server (an asyncio protocol): requests read whole,
+  answered as the handler says. `upstream`: its HTTP/1.1 client of the upstream, over
+  kept-alive connections. `http1`: the message rules both share (a head parsed and
+  checked, a body's framing, chunks joined).
 * `redaction`: the rules that turn every secret (tokens, API keys, client codes,
   delivered codes, webhook signatures, cookies, e-mail addresses) into a keyed-hash
   placeholder before an event reaches the file, and the scan of the finished file for

@@ -1,16 +1,15 @@
 """The recording proxy behind `mock-server record` (docs/recording.md, "Record").
 
-`Recorder` listens on `host:port` with aiohttp's low-level server (as `serving.py`
-serves the sandbox) and passes every request, on any path (`/api/v1`, `/v1`, the plant
-demo's `/v3/plant`, anything else), to the upstream: method, path, query, body bytes
-and headers unchanged, hop-by-hop headers and `Host` excepted, and nothing added by the
-HTTP client (no `User-Agent`, `Accept`, `Accept-Encoding` or `Content-Type` of its own;
-a body is sent with the framing it needs). The upstream's status, reason, headers
-(hop-by-hop excepted) and body bytes come back unchanged: compressed bodies stay
-compressed (nothing is decoded on the way) and the server adds no `Date`, `Server` or
-`Content-Type` the upstream did not send. An upstream that cannot be reached, or gives
-no whole answer within `UPSTREAM_TIMEOUT` seconds, is answered with 502 in the spec's
-error envelope (section 2.6), code `upstream_unavailable`.
+`Recorder` listens on `host:port` (`listener.Listener`, HTTP/1.1) and passes every
+request, on any path (`/api/v1`, `/v1`, the plant demo's `/v3/plant`, anything else),
+to the upstream (`upstream.Upstream`): method, target, body bytes and headers unchanged,
+hop-by-hop headers and `Host` excepted, and nothing added (a body goes with the
+`Content-Length` it needs). The upstream's status, reason, headers (hop-by-hop
+excepted) and body bytes come back unchanged: compressed bodies stay compressed
+(nothing is decoded on the way), and no `Date`, `Server` or `Content-Type` is added. An
+upstream that cannot be reached, or gives no whole answer within `UPSTREAM_TIMEOUT`
+seconds, is answered with 502 in the spec's error envelope (section 2.6), code
+`upstream_unavailable`.
 
 `POST /_record/webhook` is a webhook receiver (spec section 6): each delivery is
 recorded; with `forward_to` it is POSTed on, same body and headers, and answered with
@@ -36,14 +35,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import aiohttp
-import orjson
-from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
 from ..webhooks import verify
 from .fileformat import RecordingWriter, body_fields, read_bytes, wall_iso
+from .http1 import has_field, may_have_body
+from .listener import Listener, Reply, Request, envelope
 from .redaction import RULES, Leak, Redactor, scan
-from .upstream import Upstream, UpstreamError
+from .upstream import Upstream, UpstreamError, UpstreamTimeout
 
 WEBHOOK_PATH = "/_record/webhook"
 #: Seconds the upstream (and a webhook's receiver) has to answer whole.
@@ -67,12 +66,12 @@ HOP_BY_HOP = frozenset(
         "expect",
     }
 )
-#: The headers aiohttp's server would add to an answer that lacks them.
-_SERVER_DEFAULTS = (hdrs.CONTENT_TYPE, hdrs.DATE, hdrs.SERVER)
+#: Not passed on to the upstream: it gets its own `Host`, and the body's length.
+_REQUEST_ONLY = HOP_BY_HOP | {"host", "content-length"}
 #: An order's answer (spec 4.3, 4.4): its `id` counts as a recorded order.
 _ORDER_PATH = re.compile(r"/v1/orders(?:/[^/]+)?/?$")
-_SIGNATURE_HEADERS = ("X-Webhook-Signature", "X-Signature")
-_NO_AUTO_HEADERS = (hdrs.USER_AGENT, hdrs.ACCEPT, hdrs.ACCEPT_ENCODING, hdrs.CONTENT_TYPE)
+_SIGNATURE_HEADERS = ("x-webhook-signature", "x-signature")
+_NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
 
 def _print_err(line: str) -> None:
@@ -84,64 +83,46 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def passed_on(headers: Iterable[tuple[str, str]], *, drop: Iterable[str] = ()) -> CIMultiDict[str]:
-    """`headers` less the hop-by-hop ones (and those the `Connection` header names), and
-    less `drop`; order, case and repeats kept."""
-    pairs = list(headers)
-    named = {
-        token.strip().lower()
-        for name, value in pairs
-        if name.lower() == "connection"
-        for token in value.split(",")
-    }
-    skipped = HOP_BY_HOP | named | {name.lower() for name in drop}
-    return CIMultiDict((name, value) for name, value in pairs if name.lower() not in skipped)
+def passed_on(
+    headers: list[tuple[str, str]], skipped: frozenset[str] = HOP_BY_HOP
+) -> list[tuple[str, str]]:
+    """`headers` less those named in `skipped` (lower case) and those the `Connection`
+    header names; order, case and repeats kept."""
+    named = [value for name, value in headers if name.lower() == "connection"]
+    if named:
+        skipped = skipped | {t.strip().lower() for value in named for t in value.split(",")}
+    return [(name, value) for name, value in headers if name.lower() not in skipped]
 
 
-def _one_case(headers: CIMultiDict[str]) -> CIMultiDict[str]:
+def _one_case(headers: list[tuple[str, str]]) -> CIMultiDict[str]:
     """A header repeated under names that differ in case goes out under its first name:
     aiohttp's client keeps only the last of such names' values otherwise (its session
     merges header names case-sensitively). Names are case-insensitive (RFC 9110 5.1)."""
     first: dict[str, str] = {}
-    return CIMultiDict(
-        (first.setdefault(name.lower(), name), value) for name, value in headers.items()
-    )
+    return CIMultiDict((first.setdefault(name.lower(), name), value) for name, value in headers)
 
 
-class _Passthrough(web.Response):
-    """A response whose headers go out as given: aiohttp's server adds no `Date`,
-    `Server` or `Content-Type` that the upstream did not send (its connection framing,
-    `Connection` and `Content-Length`, it still sets)."""
-
-    async def _prepare_headers(self) -> None:
-        given = [name for name in _SERVER_DEFAULTS if name in self.headers]
-        await super()._prepare_headers()
-        for name in _SERVER_DEFAULTS:
-            if name not in given:
-                self.headers.popall(name, None)
-
-
-def envelope(status: int, detail: str, code: str) -> web.Response:
-    """An error in the spec's envelope (section 2.6), with every header set here, so the
-    recorded headers are exactly those the client gets."""
-    body = orjson.dumps({"detail": detail, "code": code})
-    headers = CIMultiDict(
-        {
-            hdrs.CONTENT_TYPE: "application/json; charset=utf-8",
-            hdrs.CONTENT_LENGTH: str(len(body)),
-            hdrs.DATE: time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime()),
-        }
-    )
-    return _Passthrough(status=status, headers=headers, body=body)
-
-
-def _pairs(headers: Any) -> list[list[str]]:
-    return [[name, value] for name, value in headers.items()]
+def _message(headers: list[tuple[str, str]], body: bytes) -> dict[str, Any]:
+    """A message's `headers` and `<body>` as the file holds them (`fileformat`), before
+    redaction (which changes the header pairs in place: they are copies)."""
+    recorded: dict[str, Any] = {"headers": [list(pair) for pair in headers]}
+    if body:
+        recorded.update(body_fields(body, _content_encoding(headers)))
+    return recorded
 
 
 def _content_encoding(pairs: Iterable[tuple[str, str]]) -> str | None:
     codings = [value for name, value in pairs if name.lower() == "content-encoding"]
     return ", ".join(codings) or None
+
+
+def _header(pairs: list[tuple[str, str]], names: Iterable[str]) -> str | None:
+    """The first value of the first of `names` (lower case) present."""
+    for wanted in names:
+        for name, value in pairs:
+            if name.lower() == wanted:
+                return value
+    return None
 
 
 class Recorder:
@@ -187,7 +168,7 @@ class Recorder:
         #: The upstream's client; webhooks are forwarded by `_session`'s.
         self._upstream: Upstream | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._runner: web.ServerRunner | None = None
+        self._listener: Listener | None = None
         self._address: tuple[str, int] | None = None
 
     @property
@@ -223,7 +204,7 @@ class Recorder:
 
     async def start(self) -> tuple[str, int]:
         self.open()
-        self._upstream = Upstream(self.upstream)
+        self._upstream = Upstream(self.upstream, timeout=self.upstream_timeout)
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0),
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -231,29 +212,23 @@ class Recorder:
             skip_auto_headers=_NO_AUTO_HEADERS,
             timeout=aiohttp.ClientTimeout(total=self.upstream_timeout),
         )
-        server = web.Server(self._handle, auto_decompress=False, access_log=None)
-        self._runner = web.ServerRunner(
-            server, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE
-        )
-        await self._runner.setup()
+        self._listener = Listener(self._handle, warn=self.warn)
         try:
-            await web.TCPSite(self._runner, self.host, self.port).start()
+            self._address = await self._listener.start(self.host, self.port)
         except OSError:
             await self._close()
             self.discard()
             raise
-        host, port = self._runner.addresses[0][:2]
-        self._address = (host, port)
-        return host, port
+        return self._address
 
     async def stop(self) -> None:
         """Stop listening, let the exchanges in flight finish, close the file."""
         await self._close()
 
     async def _close(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.close(SHUTDOWN_GRACE)
         session, self._session = self._session, None
         if session is not None:
             await session.close()
@@ -286,57 +261,46 @@ class Recorder:
 
     # -- requests -----------------------------------------------------------------------------
 
-    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        arrived, started = time.time(), time.perf_counter()
-        path, _, query = request.raw_path.partition("?")
+    async def _handle(self, request: Request) -> Reply:
+        started = time.perf_counter()
+        path, _, query = request.target.partition("?")
         if path == WEBHOOK_PATH:
             if request.method != "POST":
                 return envelope(
                     405, f"{WEBHOOK_PATH} takes POST (a webhook delivery)", "method_not_allowed"
                 )
             self._seq += 1
-            return await self._webhook(request, self._seq, arrived)
+            return await self._webhook(request, self._seq)
         self._seq += 1
         seq = self._seq
-        if request.headers.get(hdrs.EXPECT, "").lower() == "100-continue":
-            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        body = await request.content.read()
-        response = await self._pass_on(request, body)
+        reply = await self._pass_on(request)
         elapsed = (time.perf_counter() - started) * 1000
-        request_pairs = list(request.headers.items())
+        sent = {"method": request.method, "path": path, "query": query}
+        sent.update(_message(request.headers, request.body))
+        answered = {"status": reply.status}
+        answered.update(_message(reply.headers, reply.body))
         event = {
             "seq": seq,
-            "at": wall_iso(arrived),
+            "at": wall_iso(request.arrived),
             "kind": "exchange",
-            "request": {
-                "method": request.method,
-                "path": path,
-                "query": query,
-                "headers": [list(pair) for pair in request_pairs],
-                **body_fields(body, _content_encoding(request_pairs)),
-            },
-            "response": {
-                "status": response.status,
-                "headers": _pairs(response.headers),
-                **body_fields(response.body or b"", _content_encoding(response.headers.items())),
-            },
+            "request": sent,
+            "response": answered,
             "ms": round(elapsed, 3),
         }
-        self._count_order(path, response.status, event["response"].get("body"))
+        self._count_order(path, reply.status, answered.get("body"))
         self._record(event)
         self.exchanges += 1
-        return response
+        return reply
 
-    async def _pass_on(self, request: web.BaseRequest, body: bytes) -> web.Response:
+    async def _pass_on(self, request: Request) -> Reply:
         assert self._upstream is not None
         # The client's own framing goes: the body goes on whole, framed by its length.
-        headers = passed_on(request.headers.items(), drop=(hdrs.HOST, hdrs.CONTENT_LENGTH))
+        headers = passed_on(request.headers, _REQUEST_ONLY)
         try:
-            async with asyncio.timeout(self.upstream_timeout):
-                answer = await self._upstream.request(
-                    request.method, request.raw_path, list(headers.items()), body
-                )
-        except TimeoutError:
+            answer = await self._upstream.request(
+                request.method, request.target, headers, request.body
+            )
+        except UpstreamTimeout:
             return envelope(
                 502,
                 f"the upstream {self.shown_upstream} gave no whole answer within "
@@ -350,28 +314,24 @@ class Recorder:
                 "upstream_unavailable",
             )
         headers = passed_on(answer.headers)
-        if hdrs.CONTENT_LENGTH not in headers and _may_have_body(request.method, answer.status):
-            headers[hdrs.CONTENT_LENGTH] = str(len(answer.body))  # it came chunked
-        return _Passthrough(
-            status=answer.status, reason=answer.reason, headers=headers, body=answer.body
-        )
+        if may_have_body(request.method, answer.status) and not has_field(
+            headers, "content-length"
+        ):
+            headers.append(("Content-Length", str(len(answer.body))))  # it came chunked
+        return Reply(answer.status, headers, answer.body, answer.reason)
 
-    async def _webhook(self, request: web.BaseRequest, seq: int, arrived: float) -> web.Response:
-        body = await request.content.read()
-        pairs = list(request.headers.items())
+    async def _webhook(self, request: Request, seq: int) -> Reply:
+        body, pairs = request.body, request.headers
         valid = None
         if self.webhook_secret is not None:
-            signature = next(
-                (request.headers[n] for n in _SIGNATURE_HEADERS if n in request.headers), None
-            )
-            valid = verify(self.webhook_secret, body, signature)
+            valid = verify(self.webhook_secret, body, _header(pairs, _SIGNATURE_HEADERS))
         if self.webhook_forward_to is None:
-            answer = web.Response(status=200)
+            answer = Reply(200)
         else:
             answer = await self._forward(body, pairs)
         event = {
             "seq": seq,
-            "at": wall_iso(arrived),
+            "at": wall_iso(request.arrived),
             "kind": "webhook",
             "headers": [list(pair) for pair in pairs],
             **body_fields(body, _content_encoding(pairs)),
@@ -385,18 +345,18 @@ class Recorder:
         self.webhooks += 1
         return answer
 
-    async def _forward(self, body: bytes, pairs: list[tuple[str, str]]) -> web.Response:
+    async def _forward(self, body: bytes, pairs: list[tuple[str, str]]) -> Reply:
         """POST the delivery on to the merchant's receiver: its status, or 502."""
         assert self._session is not None and self.webhook_forward_to is not None
         try:
             async with self._session.post(
                 self.webhook_forward_to,
                 data=body,
-                headers=_one_case(passed_on(pairs, drop=(hdrs.HOST,))),
+                headers=_one_case(passed_on(pairs, HOP_BY_HOP | {"host"})),
                 allow_redirects=False,  # a redirect is the receiver's answer (spec 6)
             ) as answer:
                 await answer.read()
-                return web.Response(status=answer.status)
+                return Reply(answer.status)
         except (aiohttp.ClientError, OSError, ValueError, TimeoutError) as exc:
             return envelope(
                 502,
@@ -430,10 +390,6 @@ class Recorder:
         self.problem = problem
         self.warn(f"record: {problem}; stopping")
         self.failed.set()
-
-
-def _may_have_body(method: str, status: int) -> bool:
-    return method != "HEAD" and status >= 200 and status not in (204, 304)
 
 
 def _shown_url(url: str) -> str:

@@ -83,6 +83,10 @@ _QUERY_EMAIL = re.compile(
 _AUTHORIZATION = frozenset({"authorization", "proxy-authorization"})
 _SIGNATURES = frozenset({"x-webhook-signature", "x-signature"})
 _COOKIES = frozenset({"cookie", "set-cookie"})
+_RULED_HEADERS = _AUTHORIZATION | _SIGNATURES | _COOKIES
+#: JSON members whose string value `_string` may change besides one holding an `@`:
+#: those named here, and those whose name holds `email`.
+_SECRET_MEMBERS = frozenset({"api_key", "access_token"})
 _CLIENT_CODE_PATH = re.compile(r"/orders/[^/]+/client-code/?$")
 #: `name=value` fields of a form body or a query string that hold secrets: the field
 #: and the placeholder's kind.
@@ -165,13 +169,14 @@ class Redactor:
     def _message(self, message: dict[str, Any]) -> None:
         for pair in message.get("headers", ()):
             name = pair[0].lower()
-            if name in _AUTHORIZATION:
-                pair[1] = self._credentials(pair[1])
-            elif name in _SIGNATURES:
-                if pair[1]:
-                    pair[1] = self._signature("signature", pair[1])
-            elif name in _COOKIES:
-                pair[1] = self._cookies(name, pair[1])
+            if name in _RULED_HEADERS:
+                if name in _AUTHORIZATION:
+                    pair[1] = self._credentials(pair[1])
+                elif name in _SIGNATURES:
+                    if pair[1]:
+                        pair[1] = self._signature("signature", pair[1])
+                else:
+                    pair[1] = self._cookies(name, pair[1])
             if "@" in pair[1]:
                 pair[1] = self._emails_in(pair[1])
         if "body" in message:
@@ -254,7 +259,8 @@ class Redactor:
             renamed = []
             for key, item in value.items():
                 if isinstance(item, str):
-                    value[key] = self._string(key, item)
+                    if "@" in item or key in _SECRET_MEMBERS or "email" in key:
+                        value[key] = self._string(key, item)
                 elif key == "codes" and isinstance(item, list):
                     value[key] = [
                         self._code("code", str(code))

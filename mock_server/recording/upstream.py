@@ -1,22 +1,30 @@
 """The recorder's client of the upstream (docs/recording.md, "Record"): HTTP/1.1 to one
 origin over connections kept alive between exchanges.
 
-Written on asyncio's streams rather than aiohttp's client because a recorder passes
-every request of a merchant's traffic on and should cost that traffic little: aiohttp's
-client spent most of the recorder's time per exchange (bench/RECORD.md). It is a
-pass-through and nothing more: the request goes out with the method, target, headers
-(their order, case and repeats) and body it is given, framed by a `Content-Length`;
-the answer comes back as status, reason, header pairs and body bytes: a chunked body
-joined (its `Transfer-Encoding`, hop-by-hop, is the caller's to drop), no content coding
-undone (a gzip body stays gzip).
+Written on an asyncio `Protocol` rather than aiohttp's client (or asyncio's streams)
+because a recorder passes every request of a merchant's traffic on and should cost that
+traffic little: aiohttp's client spent most of the recorder's time per exchange
+(bench/RECORD.md). It is a pass-through and nothing more: the request goes out with the
+method, target, headers (their order, case and repeats) and body it is given, framed by
+a `Content-Length`; the answer comes back as status, reason, header pairs and body
+bytes: a chunked body joined (its `Transfer-Encoding`, hop-by-hop, is the caller's to
+drop), no content coding undone (a gzip body stays gzip).
+
+Each exchange has `timeout` seconds from its start to its answer's last byte, or raises
+`UpstreamTimeout`; one watcher task checks the exchanges in flight a few times a second
+rather than a timer per exchange.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 import urllib.parse
 from dataclasses import dataclass
+from typing import cast
+
+from .http1 import Malformed, dechunk
 
 #: The longest status line and header block an answer may have.
 _HEAD_LIMIT = 1 << 20
@@ -24,10 +32,17 @@ _HEAD_LIMIT = 1 << 20
 _BODILESS = frozenset({204, 304})
 #: Methods a client may send again when a kept-alive connection broke before answering.
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
+#: A body framed by the connection's end.
+_TO_CLOSE = -2
+_CHUNKED = -1
 
 
 class UpstreamError(Exception):
     """The upstream could not be reached, or broke off its answer."""
+
+
+class UpstreamTimeout(UpstreamError):
+    """The upstream gave no whole answer within the timeout."""
 
 
 @dataclass(slots=True)
@@ -38,16 +53,8 @@ class Answer:
     body: bytes
 
 
-class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-
-    def close(self) -> None:
-        self.writer.close()
-
-
 class Upstream:
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
         parts = urllib.parse.urlsplit(base_url)
         self.secure = parts.scheme == "https"
         self.host = parts.hostname or ""
@@ -56,31 +63,40 @@ class Upstream:
         self.authority = parts.netloc.rpartition("@")[2]
         #: A base URL's own path (a sandbox's base path, say) comes before each target.
         self.prefix = parts.path.rstrip("/")
+        self.timeout = timeout
         self._ssl = ssl.create_default_context() if self.secure else None
         self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()
+        self._watcher: asyncio.Task[None] | None = None
 
     async def request(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
     ) -> Answer:
-        """One exchange; raises `UpstreamError` (a caller's deadline raises its own
-        `TimeoutError`). A kept-alive connection the upstream has closed is not used; one
-        that breaks before any byte of its answer is replaced once for a request that
-        may be sent twice (RFC 9110 section 9.2.2), as HTTP clients do."""
-        head = self._head(method, target, headers, body)
+        """One exchange; raises `UpstreamError` (`UpstreamTimeout` past the deadline). A
+        kept-alive connection the upstream has closed is not used; one that breaks
+        before any byte of its answer is replaced once for a request that may be sent
+        twice (RFC 9110 section 9.2.2), as HTTP clients do."""
+        deadline = time.monotonic() + self.timeout
+        if self._watcher is None:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        message = self._head(method, target, headers, body) + body
         connection = self._reused()
         if connection is not None:
             try:
-                return await self._exchange(connection, method, head, body)
+                return await self._exchange(connection, method, message, deadline)
             except _Stale as exc:
                 if method not in _IDEMPOTENT:
-                    raise UpstreamError(_why(exc.__cause__)) from exc
-        connection = await self._connect()
+                    raise UpstreamError(exc.why) from None
+        connection = await self._connect(deadline)
         try:
-            return await self._exchange(connection, method, head, body)
+            return await self._exchange(connection, method, message, deadline)
         except _Stale as exc:
-            raise UpstreamError(_why(exc.__cause__)) from exc
+            raise UpstreamError(exc.why) from None
 
     async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
         idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
@@ -89,7 +105,7 @@ class Upstream:
         """A kept-alive connection the upstream has not closed meanwhile, or None."""
         while self._idle:
             connection = self._idle.pop()
-            if not connection.reader.at_eof() and not connection.writer.is_closing():
+            if not connection.ended:
                 return connection
             connection.close()
         return None
@@ -101,49 +117,180 @@ class Upstream:
             lines.append(f"Content-Length: {len(body)}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self, deadline: float) -> _Connection:
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=self._ssl, limit=_HEAD_LIMIT
-            )
+            async with asyncio.timeout_at(loop.time() + deadline - time.monotonic()):
+                _, protocol = await loop.create_connection(
+                    _Connection, self.host, self.port, ssl=self._ssl
+                )
+        except TimeoutError:
+            raise UpstreamTimeout(f"no connection within {self.timeout:g} s") from None
         except (OSError, ssl.SSLError) as exc:
             raise UpstreamError(_why(exc)) from exc
-        return _Connection(reader, writer)
+        return cast(_Connection, protocol)
 
     async def _exchange(
-        self, connection: _Connection, method: str, head: bytes, body: bytes
+        self, connection: _Connection, method: str, message: bytes, deadline: float
     ) -> Answer:
-        reader, writer = connection.reader, connection.writer
-        begun = False
+        waiter = connection.send(method, message, deadline)
+        self._busy.add(connection)
         try:
-            writer.write(head + body)
-            await writer.drain()
-            first = await reader.readuntil(b"\r\n\r\n")
-            begun = True
-            answer, keep = await self._answer(reader, method, first)
-        except (asyncio.IncompleteReadError, ConnectionError) as exc:
-            connection.close()
-            partial = getattr(exc, "partial", b"")
-            if not begun and not partial:
-                raise _Stale from exc
-            raise UpstreamError(f"the answer broke off ({_why(exc)})") from exc
-        except (OSError, asyncio.LimitOverrunError, ValueError) as exc:
-            connection.close()
-            raise UpstreamError(f"the answer broke off ({_why(exc)})") from exc
-        except BaseException:  # a deadline or a stop: the connection is in no state to keep
+            answer, keep = await waiter
+        except BaseException:  # broken, late, or a stop: no state to keep it in
             connection.close()
             raise
+        finally:
+            self._busy.discard(connection)
         if keep:
             self._idle.append(connection)
         else:
             connection.close()
         return answer
 
-    async def _answer(
-        self, reader: asyncio.StreamReader, method: str, head: bytes
-    ) -> tuple[Answer, bool]:
+    async def _watch(self) -> None:
+        """Fail the exchanges past their deadline."""
+        period = min(1.0, self.timeout / 4)
         while True:
-            status_line, _, rest = head.decode("latin-1").partition("\r\n")
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for connection in list(self._busy):
+                if connection.deadline < now:
+                    connection.fail(UpstreamTimeout(f"no whole answer within {self.timeout:g} s"))
+
+
+class _Stale(Exception):
+    """A connection that broke before its answer began: another one may be tried."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class _Connection(asyncio.Protocol):
+    """One connection to the upstream: `send` a request, await its answer."""
+
+    def __init__(self) -> None:
+        self._transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._waiter: asyncio.Future[tuple[Answer, bool]] | None = None
+        self._method = ""
+        #: The answer's head, once read: (status, reason, headers, keep, length, start).
+        self._head: tuple[int, str, list[tuple[str, str]], bool, int, int] | None = None
+        self._began = False
+        #: The upstream closed its side, or the connection broke.
+        self.ended = False
+        self.deadline = 0.0
+        self._loop = asyncio.get_running_loop()
+
+    def send(
+        self, method: str, message: bytes, deadline: float
+    ) -> asyncio.Future[tuple[Answer, bool]]:
+        assert self._transport is not None
+        self._waiter = self._loop.create_future()
+        self._method, self.deadline = method, deadline
+        self._head, self._began = None, False
+        if self.ended:
+            self._waiter.set_exception(_Stale("the connection closed"))
+        else:
+            self._transport.write(message)
+        return self._waiter
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def fail(self, problem: Exception) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(problem)
+        self.close()
+
+    # -- asyncio's side -----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None or self._waiter.done():
+            self.ended = True  # bytes no request asked for: the connection is spoilt
+            self.close()
+            return
+        self._buffer += data
+        self._began = True
+        self._advance(ended=False)
+
+    def eof_received(self) -> bool:
+        self.ended = True
+        self._settle(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.ended = True
+        self._settle(exc)
+
+    # -- the answer ---------------------------------------------------------------------------
+
+    def _settle(self, exc: BaseException | None) -> None:
+        """The connection ended: an answer framed by its end is whole now; any other
+        answer in progress broke off."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return
+        self._advance(ended=True)
+        if waiter.done():
+            return
+        why = _why(exc)
+        if not self._began:
+            waiter.set_exception(_Stale(why))
+        else:
+            waiter.set_exception(UpstreamError(f"the answer broke off ({why})"))
+
+    def _advance(self, *, ended: bool) -> None:
+        waiter = self._waiter
+        assert waiter is not None
+        try:
+            answer = self._answer(ended)
+        except (ValueError, Malformed) as exc:
+            waiter.set_exception(UpstreamError(f"the answer broke off ({_why(exc)})"))
+            self.close()
+            return
+        if answer is not None:
+            waiter.set_result(answer)
+
+    def _answer(self, ended: bool) -> tuple[Answer, bool] | None:
+        buffer = self._buffer
+        if self._head is None:
+            head = self._read_head()
+            if head is None:
+                return None
+            self._head = head
+        status, reason, headers, keep, length, start = self._head
+        if length == _CHUNKED:
+            whole = dechunk(buffer, start)
+            if whole is None:
+                return None
+            body, end = whole
+        elif length == _TO_CLOSE:
+            if not ended:
+                return None
+            body, end = bytes(buffer[start:]), len(buffer)
+        else:
+            end = start + length
+            if len(buffer) < end:
+                return None
+            body = bytes(buffer[start:end])
+        del buffer[:end]
+        return Answer(status, reason, headers, body), keep
+
+    def _read_head(self) -> tuple[int, str, list[tuple[str, str]], bool, int, int] | None:
+        buffer = self._buffer
+        while True:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buffer) > _HEAD_LIMIT:
+                    raise ValueError(f"an answer's head is over {_HEAD_LIMIT} bytes")
+                return None
+            status_line, _, rest = bytes(buffer[:end]).decode("latin-1").partition("\r\n")
             version, _, after = status_line.partition(" ")
             code, _, reason = after.partition(" ")
             if not version.startswith("HTTP/1.") or not code.isdigit():
@@ -151,25 +298,32 @@ class Upstream:
             status = int(code)
             if status >= 200 or status == 101:
                 break
-            head = await reader.readuntil(b"\r\n\r\n")  # 1xx: an interim answer
-        headers = [
-            (name, value.strip())
-            for name, _, value in (line.partition(":") for line in rest.split("\r\n") if line)
-        ]
-        fields = {name.lower(): value for name, value in headers}
-        keep = version != "HTTP/1.0" and "close" not in fields.get("connection", "").lower()
-        if method == "HEAD" or status in _BODILESS or status < 200:
-            return Answer(status, reason, headers, b""), keep
-        if "chunked" in fields.get("transfer-encoding", "").lower():
-            return Answer(status, reason, headers, await _chunks(reader)), keep
-        length = fields.get("content-length")
+            del buffer[: end + 4]  # 1xx: an interim answer
+        headers = []
+        keep = version != "HTTP/1.0"
+        chunked = False
+        length = None
+        for line in rest.split("\r\n") if rest else ():
+            name, _, value = line.partition(":")
+            value = value.strip()
+            headers.append((name, value))
+            lowered = name.lower()
+            if lowered == "content-length":
+                length = value
+            elif lowered == "transfer-encoding":
+                chunked = "chunked" in value.lower()
+            elif lowered == "connection":
+                keep = keep and "close" not in value.lower()
+        start = end + 4
+        if self._method == "HEAD" or status in _BODILESS or status < 200:
+            return status, reason, headers, keep, 0, start
+        if chunked:
+            return status, reason, headers, keep, _CHUNKED, start
         if length is not None:
-            return Answer(status, reason, headers, await reader.readexactly(int(length))), keep
-        return Answer(status, reason, headers, await reader.read()), False
-
-
-class _Stale(Exception):
-    """A connection that broke before its answer began: another one may be tried."""
+            if not length.isdigit():
+                raise ValueError(f"not a Content-Length: {length[:40]!r}")
+            return status, reason, headers, keep, int(length), start
+        return status, reason, headers, False, _TO_CLOSE, start
 
 
 def _why(exc: BaseException | None) -> str:
@@ -177,16 +331,3 @@ def _why(exc: BaseException | None) -> str:
         return "the connection closed"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-async def _chunks(reader: asyncio.StreamReader) -> bytes:
-    parts = []
-    while True:
-        size_line = await reader.readuntil(b"\r\n")
-        size = int(size_line.split(b";", 1)[0].strip(), 16)
-        if size == 0:
-            while await reader.readuntil(b"\r\n") != b"\r\n":
-                pass  # trailer fields are not passed on
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
