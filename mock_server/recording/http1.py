@@ -61,6 +61,16 @@ class Head:
 CHUNKED = -1
 
 
+def head_end(data: bytes | bytearray, limit: int) -> int:
+    """Where the head that `data` begins with ends (the index of its final CRLF CRLF), or
+    -1 while that has not all come; raises `Malformed` (431) once `data` holds more than
+    `limit` bytes of head and no end (the end's first bytes may be there already)."""
+    end = data.find(b"\r\n\r\n", 0, limit + 4)
+    if end < 0 and len(data) > limit + 3:
+        raise Malformed(f"the request's head is over {limit} bytes", 431)
+    return end
+
+
 def parse_head(data: bytes) -> Head:
     """The request line and header fields of `data` (the head without its final empty
     line); raises `Malformed`."""
@@ -124,19 +134,21 @@ def _why_not_request_line(line: str) -> Malformed:
 def body_length(headers: list[tuple[str, str]]) -> int:
     """The body's length by its framing fields (RFC 9112 section 6.3), or `CHUNKED`;
     raises `Malformed`."""
-    codings: list[str] = []
+    codings: list[str] | None = None
     lengths: set[str] = set()
     for name, value in headers:
         lowered = name.lower()
         if lowered == "transfer-encoding":
-            codings += [c.strip().lower() for c in value.split(",") if c.strip()]
+            codings = (codings or []) + [c.strip().lower() for c in value.split(",") if c.strip()]
         elif lowered == "content-length":
             lengths.update(v.strip() for v in value.split(","))
-    if codings:
+    if codings is not None:
         if lengths:
             raise Malformed("both Content-Length and Transfer-Encoding frame the body")
-        if codings[-1] != "chunked":
+        if not codings or codings[-1] != "chunked":
             raise Malformed("a request's last transfer coding must be chunked")
+        if codings.count("chunked") > 1:
+            raise Malformed("chunked is applied more than once")
         if len(codings) > 1:
             raise Malformed(f"transfer coding {codings[0]} is not implemented here", 501)
         return CHUNKED

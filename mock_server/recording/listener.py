@@ -45,6 +45,7 @@ from .http1 import (
     dechunk,
     has_field,
     has_token,
+    head_end,
     may_have_body,
     parse_head,
     phrase,
@@ -133,7 +134,7 @@ class Listener:
             if late:
                 await asyncio.wait(late)
         for connection in list(self._connections):
-            connection.abort()
+            connection.close()
 
     def opened(self, connection: _Connection) -> None:
         self._connections.add(connection)
@@ -195,9 +196,10 @@ class _Connection(asyncio.Protocol):
         if self.serving is None and self._transport is not None:
             self._transport.close()
 
-    def abort(self) -> None:
+    def close(self) -> None:
+        """Close once what was written has gone out."""
         if self._transport is not None:
-            self._transport.abort()
+            self._transport.close()
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -218,10 +220,8 @@ class _Connection(asyncio.Protocol):
         if self._head is None:
             while buffer.startswith(b"\r\n"):  # RFC 9112 section 2.2: empty lines first
                 del buffer[:2]
-            end = buffer.find(b"\r\n\r\n", 0, HEAD_LIMIT + 4)
+            end = head_end(buffer, HEAD_LIMIT)
             if end < 0:
-                if len(buffer) > HEAD_LIMIT:
-                    raise Malformed(f"the request's head is over {HEAD_LIMIT} bytes", 431)
                 return None
             self._head = parse_head(bytes(buffer[:end]))
             self._length = body_length(self._head.headers)
@@ -260,12 +260,7 @@ class _Connection(asyncio.Protocol):
                 f"record: {request.method} {request.target}: {type(exc).__name__}: {exc}"
             )
             reply = envelope(500, "the recorder failed to handle this request", "internal_error")
-        if request.minor == 1:
-            keep = not has_token(request.headers, "connection", "close")
-        else:
-            keep = has_token(request.headers, "connection", "keep-alive")
-        keep = keep and not self._listener.stopping
-        self._send(reply, request, keep)
+        keep = self._send(reply, request)
         self.serving = None
         transport = self._transport
         assert transport is not None
@@ -278,23 +273,33 @@ class _Connection(asyncio.Protocol):
         if self._buffer:
             self._advance()
 
-    def _send(self, reply: Reply, request: Request, keep: bool) -> None:
+    def _send(self, reply: Reply, request: Request) -> bool:
+        """Write the reply; whether the connection is kept alive after it."""
+        if request.minor == 1:
+            keep = not has_token(request.headers, "connection", "close")
+        else:  # and an HTTP/1.0 body framed by chunks is faulty framing (RFC 9112 6.1)
+            keep = has_token(request.headers, "connection", "keep-alive") and not has_field(
+                request.headers, "transfer-encoding"
+            )
+        said_close = has_token(reply.headers, "connection", "close")
+        keep = keep and not said_close and not self._listener.stopping
         transport = self._transport
         if transport is None or transport.is_closing():
-            return  # the client went: its exchange is recorded all the same
+            return False  # the client went: its exchange is recorded all the same
         headers = reply.headers
         bodied = may_have_body(request.method, reply.status)
         extra = []
         if bodied and not has_field(headers, "content-length"):
             extra.append(("Content-Length", str(len(reply.body))))
-        if not keep:
+        if not keep and not said_close:
             extra.append(("Connection", "close"))
-        elif request.minor == 0:
+        elif keep and request.minor == 0:
             extra.append(("Connection", "keep-alive"))
         if extra:
             headers = headers + extra
         reason = phrase(reply.status) if reply.reason is None else reply.reason
         transport.write(answer_bytes(reply.status, reason, headers, reply.body if bodied else b""))
+        return keep
 
     def _refuse(self, problem: Malformed) -> None:
         reply = envelope(problem.status, problem.detail, "malformed_request")
