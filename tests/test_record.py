@@ -520,6 +520,37 @@ def test_no_secret_reaches_the_file_while_the_client_gets_every_one(sandbox, rec
             assert PLACEHOLDER.match(value)[1] == "signature"
 
 
+def test_a_hosted_sandbox_s_control_secrets_are_redacted(server_url, recorder):
+    """Recorded against a hosted sandbox instead of production, the control API's answers
+    carry a control token, API keys and webhook secrets: none reaches the file."""
+    rec = recorder("--upstream", server_url)
+    created = call(rec.url, "POST", "/_mock/sandboxes", {"clock": "manual"})
+    assert created.status == 201, created
+    control_token = created.json["control_token"]
+    base = urllib.parse.urlsplit(created.json["base_url"]).path
+    accounts = call(rec.url, "GET", f"{base}/_mock/accounts", token=control_token)
+    assert accounts.status == 200, accounts
+    (account,) = accounts.json["accounts"]
+    webhook_secret, (api_key,) = account["webhook_secret"], account["api_keys"]
+    assert webhook_secret.startswith("whsec_") and api_key
+    assert call(rec.url, "DELETE", f"/_mock/sandboxes/{created.json['id']}").status == 204
+
+    assert rec.signal(signal.SIGTERM) == 0
+    text = Path(rec.path).read_text()
+    for what, value in [("control token", control_token), ("webhook secret", webhook_secret)]:
+        assert value not in text, f"the {what} is in the file"
+    assert api_key not in text
+    _, events = events_of(rec.path)
+    (create,) = exchanges(events, "POST", "/_mock/sandboxes")
+    assert PLACEHOLDER.match(create["response"]["body"]["control_token"])[1] == "control_token"
+    (read,) = exchanges(events, "GET", "/_mock/accounts")
+    (recorded,) = read["response"]["body"]["accounts"]
+    assert PLACEHOLDER.match(recorded["webhook_secret"])[1] == "webhook_secret"
+    assert [PLACEHOLDER.match(key)[1] for key in recorded["api_keys"]] == ["api_key"]
+    authorization = dict(map(tuple, read["request"]["headers"]))["Authorization"]
+    assert PLACEHOLDER.match(authorization.removeprefix("Bearer "))[1] == "token"
+
+
 def test_a_set_cookie_answer_is_redacted(byte_upstream, recorder):
     rec = recorder("--upstream", byte_upstream.url)
     answer = call(rec.url, "GET", "/plain")

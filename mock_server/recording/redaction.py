@@ -11,7 +11,7 @@ the file's header):
 * `authorization`: the `Authorization` (and `Proxy-Authorization`) header: a bearer
   token becomes `Bearer <token:...>`; any other credentials `<authorization:...>`.
 * `api_key`: `api_key` in a JSON body (the token exchange's request, spec 4.1) or in a
-  form or query string.
+  form or query string, and each of an `api_keys` list (a sandbox's accounts).
 * `access_token`: `access_token` in a JSON body (the token exchange's answer, spec 2.5),
   as kind `token` like the bearer token, so a token and its uses share one placeholder.
 * `client_code`: `code` of a `POST .../orders/{id}/client-code` body (spec 4.5).
@@ -22,6 +22,9 @@ the file's header):
 * `emails`: e-mail addresses anywhere in a header, a query string, a JSON body's
   strings and keys (a field named `email` or `..._email` whole) or a text body:
   `created_by.email`, `GET .../account/me`'s `email`, a login top-up's `login_email`.
+* `sandbox_secrets`: `webhook_secret` and `control_token` in a JSON body: what a
+  sandbox's control API answers (docs/control-api.md) when the upstream is a hosted
+  sandbox rather than production.
 
 Every secret value a rule finds is also kept, in memory only, by kind (`Redactor.
 secrets`); a rule left out of a `Redactor` still finds and keeps its values, it only
@@ -69,6 +72,7 @@ RULES: tuple[str, ...] = (
     "client_code",
     "codes",
     "emails",
+    "sandbox_secrets",
 )
 
 _EMAIL = re.compile(
@@ -86,7 +90,7 @@ _COOKIES = frozenset({"cookie", "set-cookie"})
 _RULED_HEADERS = _AUTHORIZATION | _SIGNATURES | _COOKIES
 #: JSON members whose string value `_string` may change besides one holding an `@`:
 #: those named here, and those whose name holds `email`.
-_SECRET_MEMBERS = frozenset({"api_key", "access_token"})
+_SECRET_MEMBERS = frozenset({"api_key", "access_token", "webhook_secret", "control_token"})
 _CLIENT_CODE_PATH = re.compile(r"/orders/[^/]+/client-code/?$")
 #: `name=value` fields of a form body or a query string that hold secrets: the field
 #: and the placeholder's kind.
@@ -133,6 +137,7 @@ class Redactor:
         self._client_code = do["client_code"]
         self._code = do["codes"]
         self._email = do["emails"]
+        self._sandbox_secret = do["sandbox_secrets"]
         self._by_form_field = {"api_key": self._api_key, "access_token": self._access_token}
 
     def placeholder(self, kind: str, value: str) -> str:
@@ -249,6 +254,8 @@ class Redactor:
             value = self._api_key("api_key", value)
         elif key == "access_token" and value:
             value = self._access_token("token", value)
+        elif key in ("webhook_secret", "control_token") and value:
+            value = self._sandbox_secret(key, value)
         if _is_email_field(key) and value:
             return self._email("email", value)
         return self._emails_in(value) if "@" in value else value
@@ -261,6 +268,11 @@ class Redactor:
                 if isinstance(item, str):
                     if "@" in item or key in _SECRET_MEMBERS or "email" in key:
                         value[key] = self._string(key, item)
+                elif key == "api_keys" and isinstance(item, list):
+                    value[key] = [
+                        self._api_key("api_key", key_) if isinstance(key_, str) and key_ else key_
+                        for key_ in item
+                    ]
                 elif key == "codes" and isinstance(item, list):
                     value[key] = [
                         self._code("code", str(code))
