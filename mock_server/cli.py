@@ -308,6 +308,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = argv[0] if argv and argv[0] in COMMANDS else "serve"
     if argv and argv[0] in COMMANDS:
         argv = argv[1:]
+    if command == "serve":
+        return _serve(argv)
+    try:
+        status = _command(command, argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader of a piped report stopped (`| head`): end quietly, as Unix tools do
+        # (Python's `signal` documentation, "Note on SIGPIPE").
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return status
+
+
+def _command(command: str, argv: list[str]) -> int:
     if command == "validate":
         from .validate import run as validate
 
@@ -331,6 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command in RECORDING_COMMANDS:
         module = importlib.import_module(f".recording.{RECORDING_COMMANDS[command]}", __package__)
         return module.main(argv)
+    raise AssertionError(f"no such command: {command}")  # pragma: no cover - COMMANDS
+
+
+def _serve(argv: list[str]) -> int:
     settings, loop = parse_serve(argv)
     try:
         try:

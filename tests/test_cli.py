@@ -743,3 +743,21 @@ def test_catalog_generate_rejects_zero_items():
     result = run_cli("catalog", "generate", "--items", "0")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+def test_a_report_piped_to_a_reader_that_stopped_ends_quietly():
+    """`mock-server ... | head`: the reader is gone before the report is written. No
+    traceback, no "Exception ignored" at exit: exit status 1 and nothing on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader stopped before a byte was written
+    try:
+        finished = subprocess.run(
+            [sys.executable, "-m", "mock_server", "catalog", "generate", "--items", "2000"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (finished.returncode, finished.stderr) == (1, "")
