@@ -6,7 +6,7 @@
 Production is stood in for by a sandbox server (`--clock manual --seed 1`, one account
 with a huge balance), pinned to CPU 0; the recorder (`mock-server record --port 0
 --out <tmp>.jsonl`, every redaction rule on, each line written and flushed) runs on
-CPU 1, beside the load (wrk, or this script's client). Measured:
+CPU 1. Measured:
 
 * the added latency of an exchange: this script calls as a merchant does, one call at
   a time on one keep-alive connection per side, with a bearer token from the token
@@ -15,10 +15,14 @@ CPU 1, beside the load (wrk, or this script's client). Measured:
   side that goes first alternating round by round, in the same run. Median and p99 of
   each side per call; goal: <= 1 ms more at the median.
 * throughput: order lookups, then creations (unique `merchant_order_id`s), with wrk
-  (`lookup.lua`, `create.lua`) against the upstream directly and through the recorder,
-  alternating run by run, each run on freshly started processes after a warm-up run;
-  goal: >= 0.5x the upstream's requests/s. Each recorder run ends with SIGTERM: its exit
-  status (0: the scan found no secret) and the file's size are checked and reported.
+  (`lookup.lua`, `create.lua`), each run on freshly started processes after a warm-up
+  run, three placements taking turns (`CONFIGS`): the upstream directly (wrk on CPU 1);
+  through the recorder with CPU 1 to itself (wrk beside the upstream on CPU 0); through
+  the recorder beside wrk on CPU 1. Goal: >= 0.5x the upstream's requests/s with each
+  side's bottleneck process (the upstream, the recorder) on a core of its own, as on a
+  machine with a core for each process; the recorder beside wrk, two processes on one
+  of two cores, is reported. Each recorder run ends with SIGTERM: its exit status (0:
+  the scan found no secret) and the file's size are checked and reported.
 
 Writes the table to bench/RECORD.md unless --no-write.
 """
@@ -147,20 +151,33 @@ def bench_latency(pin: Placement, work: Path, rounds: int) -> dict[str, dict[str
     return times
 
 
+#: The throughput runs: where wrk runs, and whether through a recorder. The recorder,
+#: when there is one, runs on the load CPU.
+CONFIGS = {
+    # The upstream's own rate: it alone on the server CPU, wrk on the load CPU.
+    "direct": ("load", False),
+    # The recorder's own rate: it alone on the load CPU; wrk beside the upstream.
+    "own core": ("server", True),
+    # A two-core machine's worst case: the recorder shares its CPU with wrk.
+    "beside wrk": ("load", True),
+}
+
+
 def bench_rates(pin: Placement, params: WrkParams, work: Path) -> dict:
-    rates = {config: {"lookup": [], "create": []} for config in ("direct", "recorder")}
+    rates = {config: {"lookup": [], "create": []} for config in CONFIGS}
     #: CPU time per request (user + system, microseconds) during each measured run: of
-    #: the upstream alone, of the recorder, and of the upstream behind the recorder.
+    #: the upstream alone, of the recorder (beside wrk), and of the upstream behind it.
     cpu = {who: {"lookup": [], "create": []} for who in ("direct", "recorder", "behind")}
     files: list[str] = []
     accounts = write_accounts(work / "rates.yaml")
     for run in range(params.runs):
-        for config in ("direct", "recorder"):
+        for config, (wrk_cpu, recorded) in CONFIGS.items():
+            wrk_pin = pin if wrk_cpu == "load" else Placement(pin.server, pin.server, pin.note)
             for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
                 server = Server(sandbox_argv(pin, accounts), f"rates-{config}", work)
                 recorder = None
-                if config == "recorder":
-                    out = work / f"rates-{run}-{endpoint}.jsonl"
+                if recorded:
+                    out = work / f"rates-{run}-{config}-{endpoint}.jsonl"
                     recorder = Recorder(pin, server.url, out, work)
                 try:
                     base = recorder.url if recorder else server.url
@@ -171,20 +188,20 @@ def bench_rates(pin: Placement, params: WrkParams, work: Path) -> dict:
                     url = base + "/api/v1/orders"
                     url += f"/{order['id']}" if endpoint == "lookup" else ""
                     env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}"}
-                    run_wrk(pin, params, url, script, env, params.warmup)
+                    run_wrk(wrk_pin, params, url, script, env, params.warmup)
                     env["BENCH_PREFIX"] = f"run{run}"
                     pids = {"upstream": server.proc.pid}
                     if recorder is not None:
                         pids["recorder"] = recorder.proc.pid
                     before = {name: process_cpu(pid) for name, pid in pids.items()}
-                    measured = run_wrk(pin, params, url, script, env, params.duration)
+                    measured = run_wrk(wrk_pin, params, url, script, env, params.duration)
                     spent = {
                         name: (process_cpu(pid) - before[name]) / max(1, measured.requests) * 1e6
                         for name, pid in pids.items()
                     }
                     if recorder is None:
                         cpu["direct"][endpoint].append(spent["upstream"])
-                    else:
+                    elif config == "beside wrk":
                         cpu["recorder"][endpoint].append(spent["recorder"])
                         cpu["behind"][endpoint].append(spent["upstream"])
                 finally:
@@ -198,7 +215,7 @@ def bench_rates(pin: Placement, params: WrkParams, work: Path) -> dict:
                     raise RuntimeError(f"{config} {endpoint}: errors in the run: {measured}")
                 rates[config][endpoint].append(measured.rps)
                 print(
-                    f"  {endpoint:6} {config:8} run {run + 1}: {measured.rps:8.0f} req/s",
+                    f"  {endpoint:6} {config:10} run {run + 1}: {measured.rps:8.0f} req/s",
                     file=sys.stderr,
                 )
     return {"rates": rates, "cpu": cpu, "files": files}
@@ -209,18 +226,20 @@ def _p99(values: list[float]) -> float:
 
 
 READING = [
-    "Reading it: the wrk ratios move with how much of each core the other load left to",
-    "the upstream and to the recorder; the CPU rows move much less. They are the cost:",
-    "for each exchange the recorder reads a request and writes an answer (a server's",
-    "work: recording/listener.py, an asyncio protocol), writes the request on and reads",
-    "the answer (a client's: recording/upstream.py), and records it (JSON read, redacted,",
+    "Reading it: a recorder's throughput is what it passes with a core to itself, against",
+    "what the upstream answers with one: the judged rows. In the recorder's run wrk",
+    "shares CPU 0 with the upstream; should those two saturate it first, the row",
+    "understates the recorder. Beside wrk, the recorder shares its core with the load",
+    "generator, so that row mixes two processes' costs on a two-core machine: reported.",
+    "The wrk rates move with how much of each core other work leaves; the CPU rows move",
+    "much less. They are the cost: for each exchange the recorder reads a request and",
+    "writes an answer (recording/listener.py, an asyncio protocol), writes the request on",
+    "and reads the answer (recording/upstream.py), and records it (JSON read, redacted,",
     "written: recording/redaction.py, fileformat.py): twice the socket work of the",
-    "upstream sandbox, and about a third of the recorder's time is in its own Python.",
-    "aiohttp's server and client, which did the first two before, took about 60 us more",
-    "per lookup (144 against 84 us on this machine). The recorder's ceiling, with a",
-    "core of its own, is the upstream's rate times the CPU rows' ratio. Against the",
-    "provider's environment, tens of milliseconds away, a CI suite's rate is bound by",
-    "that distance, not by the recorder.",
+    "upstream sandbox, about a third of the recorder's time in its own Python. aiohttp's",
+    "server and client, which did the first two before, cost about 60 us more per lookup",
+    "(144 us). Against the provider's environment, tens of milliseconds away, a CI",
+    "suite's rate is bound by that distance, not by the recorder.",
 ]
 
 
@@ -229,8 +248,9 @@ def render(times: dict, rates: dict, args, pin: Placement) -> str:
         "Recording with `mock-server record`",
         "record.py",
         pin,
-        "**recorder**: on the load CPU, beside wrk or the latency client; the upstream "
-        "sandbox alone on the server CPU",
+        "**recorder**: on the load CPU (beside the latency client; for the rates, alone "
+        "or beside wrk); the upstream sandbox on the server CPU (beside wrk when the "
+        "recorder has the load CPU to itself)",
         f"**latency**: {args.rounds} rounds after {WARM_ROUNDS} warm-up ones, one call at a "
         "time, direct and through the recorder alternating",
         f"**rates**: wrk, {args.connections} connections, {args.duration:g} s after "
@@ -252,8 +272,15 @@ def render(times: dict, rates: dict, args, pin: Placement) -> str:
             f"{side.verdict(added <= GOAL_ADDED_MS)} |"
         )
     load = rates["rates"]
-    what = "{title} through the recorder vs direct"
-    lines += side.ratio_rows(load, "direct", "recorder", what, GOAL_RATE)
+    what = "{title}, each side's bottleneck on a core of its own: through the recorder vs direct"
+    lines += side.ratio_rows(load, "direct", "own core", what, GOAL_RATE)
+    for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
+        ours = statistics.median(load["beside wrk"][endpoint])
+        theirs = statistics.median(load["direct"][endpoint])
+        lines.append(
+            f"| {title}, the recorder sharing its CPU with wrk: {ours:,.0f} vs {theirs:,.0f} "
+            f"req/s | {ours / theirs:.2f}x | (reported) | |"
+        )
     cpu = rates["cpu"]
     for endpoint, title in (("lookup", "order lookup"), ("create", "order creation")):
         alone = statistics.median(cpu["direct"][endpoint])
@@ -261,12 +288,13 @@ def render(times: dict, rates: dict, args, pin: Placement) -> str:
         behind = statistics.median(cpu["behind"][endpoint])
         lines.append(
             f"| {title}, CPU time per request (user + system, less moved by the other "
-            f"load): the upstream alone {alone:.0f} us; through the recorder, the recorder "
-            f"{recorder:.0f} us and the upstream {behind:.0f} us | the recorder's rate with "
+            f"load): the upstream alone {alone:.0f} us; through the recorder beside wrk, "
+            f"the recorder {recorder:.0f} us and the upstream {behind:.0f} us | the "
+            f"recorder's rate with "
             f"a core of its own: about {alone / recorder:.2f}x the upstream's | "
             f"(reported) | |"
         )
-    lines += side.every_run(load, ("direct", "recorder"))
+    lines += side.every_run(load, tuple(CONFIGS))
     lines += ["", "Recordings of the wrk runs (each scanned on SIGTERM, exit 0):", ""]
     lines += [f"- {entry}" for entry in rates["files"]]
     lines += ["", *READING]

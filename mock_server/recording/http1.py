@@ -213,10 +213,15 @@ def has_field(headers: list[tuple[str, str]], name: str) -> bool:
 def has_token(headers: list[tuple[str, str]], name: str, token: str) -> bool:
     """Whether a field `name` (lower case) lists `token` (lower case), as `Connection`
     lists `close`."""
-    return any(
-        field.lower() == name and token in (t.strip().lower() for t in value.split(","))
-        for field, value in headers
-    )
+    for field, value in headers:  # a loop, not any(): it runs twice per exchange
+        lowered = value.lower()
+        if field.lower() == name and token in lowered and token in _tokens(lowered):
+            return True
+    return False
+
+
+def _tokens(value: str) -> list[str]:
+    return [t.strip() for t in value.split(",")]
 
 
 def phrase(status: int) -> str:

@@ -88,10 +88,17 @@ def passed_on(
 ) -> list[tuple[str, str]]:
     """`headers` less those named in `skipped` (lower case) and those the `Connection`
     header names; order, case and repeats kept."""
-    named = [value for name, value in headers if name.lower() == "connection"]
+    kept = []
+    named = []
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered not in skipped:
+            kept.append((name, value))
+        elif lowered == "connection":
+            named += [t.strip().lower() for t in value.split(",")]
     if named:
-        skipped = skipped | {t.strip().lower() for value in named for t in value.split(",")}
-    return [(name, value) for name, value in headers if name.lower() not in skipped]
+        kept = [(name, value) for name, value in kept if name.lower() not in named]
+    return kept
 
 
 def _one_case(headers: list[tuple[str, str]]) -> CIMultiDict[str]:
