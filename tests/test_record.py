@@ -58,8 +58,8 @@ def record_argv(*args: str) -> list[str]:
 
 
 class RecorderProcess(Process):
-    def __init__(self, *args: str) -> None:
-        super().__init__("record", *args)
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        super().__init__("record", *args, env=env)
         first = self.wait_for("recording on ")
         self.url, _, self.upstream = first.removeprefix("recording on ").partition(" -> ")
         self.webhook_url = self.wait_for("webhook receiver ").removeprefix("webhook receiver ")
@@ -71,8 +71,10 @@ def recorder(tmp_path: Path) -> Iterator[Callable[..., RecorderProcess]]:
     """Start `mock-server record --port 0 --out <tmp>/<name> ARGS`; killed at teardown."""
     started: list[RecorderProcess] = []
 
-    def start(*args: str, name: str = "session.jsonl") -> RecorderProcess:
-        process = RecorderProcess("--port", "0", "--out", str(tmp_path / name), *args)
+    def start(
+        *args: str, name: str = "session.jsonl", env: dict[str, str] | None = None
+    ) -> RecorderProcess:
+        process = RecorderProcess("--port", "0", "--out", str(tmp_path / name), *args, env=env)
         started.append(process)
         return process
 
@@ -672,11 +674,18 @@ def test_webhooks_are_forwarded_and_each_retry_recorded(sandbox, recorder, recei
 
 
 @pytest.mark.parametrize(
-    ("secret", "expected"), [(None, None), ("whsec_not_the_one", False)], ids=["none", "wrong"]
+    ("secret", "expected"),
+    [(None, None), ("whsec_not_the_one", False), ("env", True)],
+    ids=["none", "wrong", "from MOCK_RECORD_WEBHOOK_SECRET"],
 )
 def test_without_a_receiver_deliveries_are_answered_200(sandbox, recorder, secret, expected):
-    args = ["--upstream", sandbox.url] + (["--webhook-secret", secret] if secret else [])
-    rec = recorder(*args)
+    args = ["--upstream", sandbox.url]
+    env = None
+    if secret == "env":  # kept out of the process list
+        env = {record.SECRET_ENV: sandbox.webhook_secret}
+    elif secret:
+        args += ["--webhook-secret", secret]
+    rec = recorder(*args, env=env)
     sandbox.set_webhook_url(rec.webhook_url)
     token = token_of(rec.url, sandbox.api_key)
     order = call(rec.url, "POST", "/api/v1/orders", {"item_id": 1001}, token=token).json

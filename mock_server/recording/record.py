@@ -9,7 +9,8 @@ free port); every request goes on to `--upstream` and its answer comes back unch
 (`proxy.Recorder`). The account's webhook URL becomes `http://H:P/_record/webhook`:
 deliveries are recorded and, with `--webhook-forward-to`, passed on to the merchant's
 receiver, whose status is production's answer. `--webhook-secret` (the account's
-`whsec_...`) checks each delivery's signature and records the result.
+`whsec_...`, or the variable `MOCK_RECORD_WEBHOOK_SECRET`, which keeps it out of the
+process list) checks each delivery's signature and records the result.
 
 On start it prints three lines:
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -38,6 +40,10 @@ from collections.abc import Sequence
 from .. import loops
 from ..arguments import http_url
 from .proxy import Recorder
+
+#: Where `--webhook-secret` may come from instead: the environment, which other users of
+#: the machine cannot read the way they can read a process's arguments.
+SECRET_ENV = "MOCK_RECORD_WEBHOOK_SECRET"
 
 
 def _port(value: str) -> int:
@@ -90,8 +96,10 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--webhook-secret",
         metavar="S",
+        default=os.environ.get(SECRET_ENV) or None,
         help="the account's webhook signing secret (whsec_...):\n"
-        "each delivery's signature is checked and the result recorded",
+        "each delivery's signature is checked and the result recorded\n"
+        f"[{SECRET_ENV}: out of the process list]",
     )
     return parser
 
