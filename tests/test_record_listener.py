@@ -445,7 +445,11 @@ async def test_a_handler_that_raises_gets_a_500_envelope_and_a_warning(served):
 # -- shutdown and the idle sweep ------------------------------------------------------------
 
 
-async def test_close_answers_the_request_in_flight_and_closes_the_idle(served):
+async def idle_and_busy(
+    served: Served, slow: bytes
+) -> tuple[asyncio.StreamReader, asyncio.StreamReader, asyncio.StreamWriter, asyncio.Event]:
+    """Two connections: one answered and idle since, one whose request (`slow`, to
+    `/slow`) is being served until the returned event is set."""
     may_answer = asyncio.Event()
 
     async def respond(request: Request) -> Reply:
@@ -458,10 +462,17 @@ async def test_close_answers_the_request_in_flight_and_closes_the_idle(served):
     idle_writer.write(b"GET /quick HTTP/1.1\r\n\r\n")
     await read_answer(idle_reader)
     busy_reader, busy_writer = await served.connect()
-    busy_writer.write(b"POST /slow HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi")
+    busy_writer.write(slow)
     while len(served.handler.requests) < 2:
         served.handler.arrived.clear()
         await within(served.handler.arrived.wait())
+    return idle_reader, busy_reader, busy_writer, may_answer
+
+
+async def test_close_answers_the_request_in_flight_and_closes_the_idle(served):
+    idle_reader, busy_reader, busy_writer, may_answer = await idle_and_busy(
+        served, b"POST /slow HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi"
+    )
 
     closing = asyncio.create_task(served.listener.close(TIMEOUT))
     assert await is_closed(idle_reader)
@@ -530,22 +541,9 @@ async def test_a_handler_still_running_after_the_grace_is_cancelled(served):
 
 
 async def test_sweep_closes_connections_idle_too_long_but_not_one_being_served(served):
-    may_answer = asyncio.Event()
-
-    async def respond(request: Request) -> Reply:
-        if request.target == "/slow":
-            await may_answer.wait()
-        return await Handler.echo(request)
-
-    served.handler.respond = respond
-    idle_reader, idle_writer = await served.connect()
-    idle_writer.write(b"GET /quick HTTP/1.1\r\n\r\n")
-    await read_answer(idle_reader)
-    busy_reader, busy_writer = await served.connect()
-    busy_writer.write(b"GET /slow HTTP/1.1\r\n\r\n")
-    while len(served.handler.requests) < 2:
-        served.handler.arrived.clear()
-        await within(served.handler.arrived.wait())
+    idle_reader, busy_reader, busy_writer, may_answer = await idle_and_busy(
+        served, b"GET /slow HTTP/1.1\r\n\r\n"
+    )
 
     served.listener.sweep(time.monotonic() + KEEPALIVE + 1)
     assert await is_closed(idle_reader)
