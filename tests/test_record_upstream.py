@@ -165,3 +165,14 @@ async def test_an_https_upstream_is_verified(serve, monkeypatch, tmp_path):
         await upstream.close()
     finally:
         server.close()
+
+
+async def test_a_connection_with_bytes_after_its_answer_is_not_used_again(serve):
+    """Bytes past the answer's end answer nothing that was asked: read as the next
+    answer, they would be another request's."""
+    scripted = ScriptedServer(fixed(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n1STRAY"))
+    upstream = Upstream(await serve(scripted))
+    assert (await upstream.request("GET", "/a", [], b"")).body == b"1"
+    assert (await upstream.request("GET", "/b", [], b"")).body == b"1"
+    assert scripted.connections == 2
+    await upstream.close()

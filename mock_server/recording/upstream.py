@@ -280,7 +280,7 @@ class _Connection(asyncio.Protocol):
                 return None
             body = bytes(buffer[start:end])
         del buffer[:end]
-        return Answer(status, reason, headers, body), keep
+        return Answer(status, reason, headers, body), keep and not buffer  # nothing more asked
 
     def _read_head(self) -> tuple[int, str, list[tuple[str, str]], bool, int, int] | None:
         buffer = self._buffer
