@@ -19,3 +19,14 @@ def http_url(value: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{value!r}: {exc}") from None
     return value
+
+
+def port(value: str) -> int:
+    """A TCP port to listen on: 0 (any free one) to 65535."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0 to 65535)")
+    return number

@@ -75,25 +75,23 @@ def nginx() -> str | None:
     return None
 
 
+def _on_path(command: str) -> str | None:
+    return None if shutil.which(command) else f"no `{command}` command on PATH"
+
+
 @functools.cache
 def debootstrap() -> str | None:
-    if shutil.which("debootstrap") is None:
-        return "no `debootstrap` command on PATH"
-    return None
+    return _on_path("debootstrap")
 
 
 @functools.cache
 def docker_compose() -> str | None:
-    if shutil.which("docker-compose") is None:
-        return "no `docker-compose` command on PATH"
-    return None
+    return _on_path("docker-compose")
 
 
 @functools.cache
 def curl() -> str | None:
-    if shutil.which("curl") is None:
-        return "no `curl` command on PATH"
-    return None
+    return _on_path("curl")
 
 
 #: Each service: its check, and how to get it (Debian's packages, as .ci/run installs them).

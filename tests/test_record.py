@@ -90,6 +90,22 @@ def receiver() -> Iterator[WebhookReceiver]:
     receiver.close()
 
 
+def forwarding(sandbox, recorder, receiver: WebhookReceiver) -> RecorderProcess:
+    """A recorder in front of `sandbox`, its account's webhooks pointed at the recorder,
+    which checks their signatures and forwards them to `receiver` (which checks too)."""
+    receiver.secret = sandbox.webhook_secret
+    rec = recorder(
+        "--upstream",
+        sandbox.url,
+        "--webhook-forward-to",
+        receiver.url,
+        "--webhook-secret",
+        sandbox.webhook_secret,
+    )
+    sandbox.set_webhook_url(rec.webhook_url)
+    return rec
+
+
 # -- HTTP, exactly -------------------------------------------------------------------------------
 
 
@@ -402,16 +418,7 @@ def test_the_file_holds_each_body_form_and_the_answers_as_sent(byte_upstream, re
 
 
 def test_no_secret_reaches_the_file_while_the_client_gets_every_one(sandbox, recorder, receiver):
-    receiver.secret = sandbox.webhook_secret
-    rec = recorder(
-        "--upstream",
-        sandbox.url,
-        "--webhook-forward-to",
-        receiver.url,
-        "--webhook-secret",
-        sandbox.webhook_secret,
-    )
-    sandbox.set_webhook_url(rec.webhook_url)
+    rec = forwarding(sandbox, recorder, receiver)
     first, second = token_of(rec.url, sandbox.api_key), token_of(rec.url, sandbox.api_key)
     assert first != second
     cookie = "sid=a-cookie-of-the-client-0815"
@@ -630,16 +637,7 @@ async def test_the_scan_removes_a_file_that_leaks(sandbox, tmp_path, capsys):
 
 
 def test_webhooks_are_forwarded_and_each_retry_recorded(sandbox, recorder, receiver):
-    receiver.secret = sandbox.webhook_secret
-    rec = recorder(
-        "--upstream",
-        sandbox.url,
-        "--webhook-forward-to",
-        receiver.url,
-        "--webhook-secret",
-        sandbox.webhook_secret,
-    )
-    sandbox.set_webhook_url(rec.webhook_url)
+    rec = forwarding(sandbox, recorder, receiver)
     token = token_of(rec.url, sandbox.api_key)
     order = call(
         rec.url,

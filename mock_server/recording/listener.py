@@ -60,13 +60,9 @@ KEEPALIVE = 75.0
 
 
 @dataclass(slots=True)
-class Request:
-    method: str
-    #: `/path?query` as sent.
-    target: str
-    #: 0 for HTTP/1.0, 1 for HTTP/1.1.
-    minor: int
-    headers: list[tuple[str, str]]
+class Request(Head):
+    """A request read whole: its head's fields (`http1.Head`), its body, and when."""
+
     body: bytes
     #: The wall time (`time.time()`) its head was read.
     arrived: float

@@ -38,22 +38,12 @@ import sys
 from collections.abc import Sequence
 
 from .. import loops
-from ..arguments import http_url
+from ..arguments import http_url, port
 from .proxy import Recorder
 
 #: Where `--webhook-secret` may come from instead: the environment, which other users of
 #: the machine cannot read the way they can read a process's arguments.
 SECRET_ENV = "MOCK_RECORD_WEBHOOK_SECRET"
-
-
-def _port(value: str) -> int:
-    try:
-        port = int(value)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0 to 65535)")
-    return port
 
 
 def parser() -> argparse.ArgumentParser:
@@ -81,7 +71,7 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--port",
-        type=_port,
+        type=port,
         default=8090,
         metavar="P",
         help="the port to listen on [8090; 0: any free port]",
