@@ -8,7 +8,8 @@ success; any other status, a connection error or no complete answer within 10 s 
 real time is a failure. One pooled client session serves every delivery.
 
 Where a webhook may go is checked where the connection is made (`domain/destinations.py`,
-docs/hosting.md): a literal address before any connection, and a host name by the
+docs/hosting.md), on the host as the client normalises it (IDNA: `1㉗.0.0.1` is
+`127.0.0.1`): a literal address before any connection, and a host name by the
 session's own resolver, which hands the connector only the addresses that passed, so
 nothing resolves the name a second time. A refused attempt opens no connection and is a
 failed attempt like any other.

@@ -580,3 +580,124 @@ async def test_a_saved_state_naming_a_url_no_client_sends_to_is_refused_whole(ma
     detail = (await refused.json())["detail"]
     assert "'webhook_url' is refused: host" in detail and unsendable(url) in detail, detail
     assert await (await client.get("/_mock/state")).json() == before
+
+
+# -- hosts the HTTP client normalises: checked as what it connects to ----------------------
+# (docs/hosting.md, "Webhook destinations": IDNA maps Unicode digits and full stops)
+
+#: (URL, the address the HTTP client connects to). Each was once read as a host name,
+#: skipped the resolver's check and was connected to as the address it normalises to.
+NORMALISED_LOOPBACK = [
+    ("http://1㉗.0.0.1:{port}/x", "127.0.0.1"),  # CIRCLED NUMBER TWENTY SEVEN
+    ("http://①②⑦.0.0.1:{port}/x", "127.0.0.1"),
+    ("http://１２７.０.０.１:{port}/x", "127.0.0.1"),  # full-width digits
+    ("http://127。0。0。1:{port}/x", "127.0.0.1"),  # ideographic full stops
+    ("http://127．0．0．1:{port}/x", "127.0.0.1"),  # full-width full stops
+    ("http://127｡0｡0｡1:{port}/x", "127.0.0.1"),  # half-width ideographic full stops
+]
+NORMALISED_LINK_LOCAL = [
+    "http://⑯9.254.⑯9.254/latest/meta-data",
+    "http://１６９.２５４.１６９.２５４/latest/meta-data",
+]
+
+
+@pytest.mark.parametrize(("url", "address"), NORMALISED_LOOPBACK)
+def test_a_host_that_normalises_to_loopback_is_refused_with_what_it_became(url, address):
+    reason = DENY_PRIVATE.literal_refusal(url.format(port=9))
+    assert reason is not None and "--webhook-deny-private" in reason
+    assert f"is {address} once normalised" in reason
+    assert DEFAULT.literal_refusal(url.format(port=9)) is None  # loopback is fine locally
+
+
+@pytest.mark.parametrize("url", NORMALISED_LINK_LOCAL)
+def test_a_host_that_normalises_to_the_metadata_address_is_refused_by_default(url):
+    reason = DEFAULT.literal_refusal(url)
+    assert reason is not None and "link-local" in reason and "169.254.169.254" in reason
+
+
+@pytest.mark.parametrize(
+    "url", ["http://０x7f.1/x", "http://1㉗.1/x", "http://２１３０７０６４３３/x"]
+)
+def test_a_normalised_numeric_host_in_a_non_canonical_form_is_unsendable(url):
+    reason = unsendable(url)
+    assert reason is not None and NON_CANONICAL in reason and "normalised:" in reason
+
+
+def test_a_unicode_host_name_is_sendable_as_its_idna_form():
+    assert unsendable("http://bücher.example/hooks") is None
+    assert DENY_PRIVATE.literal_refusal("http://bücher.example/hooks") is None
+
+
+@pytest.mark.parametrize(("url", "address"), NORMALISED_LOOPBACK)
+async def test_the_control_api_refuses_a_normalised_loopback_host_with_deny_private(
+    make_client, listener, url, address
+):
+    """The attack as it was tried: the URL was accepted, and the webhook delivered to
+    127.0.0.1 although --webhook-deny-private refuses loopback."""
+    client = await make_client(webhook_deny_private=True)
+    account_id = await _account_id(client)
+    before = await (await client.get(f"/_mock/accounts/{account_id}")).json()
+    patched = await client.patch(
+        f"/_mock/accounts/{account_id}", json={"webhook_url": url.format(port=listener.port)}
+    )
+    assert patched.status == 400
+    body = await patched.json()
+    assert body["code"] == "validation_error"
+    assert f"is {address} once normalised" in body["detail"], body
+    assert await (await client.get(f"/_mock/accounts/{account_id}")).json() == before
+    sandbox = await client.post(
+        "/_mock/sandboxes",
+        json={
+            "accounts": {
+                "accounts": [
+                    {
+                        "email": "z@example.com",
+                        "api_key": "ak_z",
+                        "webhook_url": url.format(port=listener.port),
+                    }
+                ]
+            }
+        },
+    )
+    assert sandbox.status == 400, await sandbox.text()
+    assert listener.connections == 0
+
+
+async def test_a_normalised_host_restored_from_state_is_refused_where_it_connects(
+    make_client, tmp_path, listener
+):
+    """A URL accepted by an earlier, laxer run (restored whole from --state) is checked
+    at each attempt on the address the client would connect to: nothing is opened."""
+    from mock_server.app import create_app
+
+    path = str(tmp_path / "state.db")
+    url = f"http://1㉗.0.0.1:{listener.port}/hooks"
+    account = {"email": "s@example.com", "api_key": "ak_s", "balance": 100, "webhook_url": url}
+    first = await make_client(create_app(replace(BASE_SETTINGS, state=path)))
+    created = await first.post("/_mock/sandboxes", json={"accounts": {"accounts": [account]}})
+    assert created.status == 201, await created.text()
+    sandbox_id = (await created.json())["id"]
+    await first.session.close()
+    await first.serving.stop()
+    again = await make_client(
+        create_app(replace(BASE_SETTINGS, state=path, webhook_deny_private=True))
+    )
+    base = f"/_mock/sandboxes/{sandbox_id}"
+    token = await (
+        await again.post(base + "/api/v1/auth/token/client", json={"api_key": "ak_s"})
+    ).json()
+    auth = {"Authorization": f"Bearer {token['access_token']}"}
+    made = await again.post(base + "/api/v1/orders", json={"item_id": 1001}, headers=auth)
+    assert made.status == 201, await made.text()
+    assert (await again.post(base + "/_mock/clock/advance", json={"seconds": 3})).status == 200
+    (delivery,) = (await (await again.get(base + "/_mock/webhooks")).json())["deliveries"]
+    error = delivery["attempts"][0]["error"]
+    assert error.startswith(REFUSED) and "127.0.0.1 once normalised" in error
+    assert listener.connections == 0
+
+
+async def test_without_deny_private_a_normalised_loopback_host_is_reached(client, listener):
+    """Locally nothing is refused: the normalised host is what the client connects to."""
+    delivery = await _deliver(client, f"http://1㉗.0.0.1:{listener.port}/h")
+    assert delivery["status"] == "delivered", delivery
+    assert listener.connections == 1

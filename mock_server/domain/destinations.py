@@ -15,6 +15,12 @@ set (accounts file, control API, a sandbox's body). The rules:
 An IPv4 address written as IPv6 (`::ffff:169.254.169.254`) is checked as the IPv4
 address it is.
 
+Every check runs on the host the HTTP client connects to (`connect_host`): the URL's
+host after the client's own normalisation, IDNA (UTS 46) mapping included, which turns
+Unicode digits and full stops into ASCII (`1㉗.0.0.1` is `127.0.0.1`, `⑯9.254.⑯9.254` is
+`169.254.169.254`). So a literal address is recognised in whatever form it is written,
+and a reason names the form it normalises to.
+
 Whatever the rules, a URL the HTTP client could never send to is refused where it is set
 too (`unsendable`; docs/webhooks.md, "Where a webhook may go"): a
 numeric host in a non-canonical form (`2130706433`, `127.1`, `0x7f.1`, `017700000001`),
@@ -28,6 +34,8 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from yarl import URL
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -125,10 +133,14 @@ class DestinationRules:
         never = unsendable(url)
         if never:
             return never
-        host = urlsplit(url).hostname or ""
+        host = connect_host(url)
         if _address(host) is None:
             return None
-        return self.refusal(host, host)
+        refused = self.refusal(host, host)
+        written = _written(url)
+        if refused and _address(written) != _address(host):
+            return f"host {written!r} is {host} once normalised as the HTTP client does: {refused}"
+        return refused
 
     def _allows(self, name: str, ip: Address) -> bool:
         if name in self.names or any(name.endswith(suffix) for suffix in self.suffixes):
@@ -148,6 +160,16 @@ _SCHEME_AUTHORITY = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 _NAME_PUNCTUATION = frozenset("-_.")
 
 
+def connect_host(url: str) -> str:
+    """The host the HTTP client connects to for `url`: the URL's host as aiohttp's URLs
+    (yarl) normalise it (IDNA UTS 46 for a name, so Unicode digits and full stops become
+    ASCII; an IPv6 address compressed). Raises ValueError for a URL it cannot hold."""
+    try:
+        return URL(url).raw_host or ""
+    except (ValueError, UnicodeError) as exc:
+        raise ValueError(str(exc) or type(exc).__name__) from exc
+
+
 def is_http_url(url: str) -> bool:
     """Whether `url` starts with `http://` or `https://`, in any case (schemes are
     case-insensitive: `HTTP://` is an http URL)."""
@@ -165,22 +187,29 @@ def unsendable(url: str) -> str | None:
         return f"does not parse as a URL ({exc})"
     if parts.scheme not in ("http", "https"):
         return f"has scheme {parts.scheme!r}: an http(s) URL is needed"
-    # The host as written: urlsplit drops tabs and line breaks, and lower-cases it.
-    written = _SCHEME_AUTHORITY.match(url)
-    shown = _written_host(written.group(1)) if written else parts.hostname or ""
-    if any(char.isspace() or not char.isprintable() for char in shown):
+    written = _written(url)
+    if any(char.isspace() or not char.isprintable() for char in written):
         return (
-            f"host {shown!r} contains whitespace or a control character, which a host "
+            f"host {written!r} contains whitespace or a control character, which a host "
             "name cannot hold"
         )
-    host = parts.hostname or ""
+    if not parts.hostname:
+        return "has an empty host"
+    try:
+        host = connect_host(url).lower()
+    except ValueError as exc:
+        return f"host {written!r} cannot be encoded as the HTTP client encodes names ({exc})"
     if not host:
         return "has an empty host"
-    if shown.startswith("["):
+    # The reasons below name what was written and, where it differs, what it became.
+    shown = repr(written)
+    if _host(written) != _host(host):
+        shown += f" (normalised: {host!r})"
+    if written.startswith("["):
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
-            return f"host {shown!r} is not an IPv6 address"
+            return f"host {shown} is not an IPv6 address"
         return None
     if _looks_numeric(host):
         if _is_dotted_quad(host):
@@ -188,12 +217,12 @@ def unsendable(url: str) -> str | None:
         canonical = _ipv4_from_numeric(host)
         if canonical is None:
             return (
-                f"host {shown!r} is a numeric address in a form HTTP clients do not send to, "
+                f"host {shown} is a numeric address in a form HTTP clients do not send to, "
                 "and names no IPv4 address: write a dotted quad of 4 numbers 0 to 255 "
                 "(such as 127.0.0.1)"
             )
         return (
-            f"host {shown!r} is a numeric address in a non-canonical form, which HTTP "
+            f"host {shown} is a numeric address in a non-canonical form, which HTTP "
             f"clients do not send to: write it as a dotted quad ({canonical})"
         )
     odd = next(
@@ -202,16 +231,23 @@ def unsendable(url: str) -> str | None:
     )
     if odd is not None:
         return (
-            f"host {shown!r} contains {odd!r}, which a host name cannot hold (letters, "
+            f"host {shown} contains {odd!r}, which a host name cannot hold (letters, "
             "digits, '-', '_' and '.' only)"
         )
     labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
     if any(not label or len(label) > 63 for label in labels):
         return (
-            f"host {shown!r} has an empty label or one longer than 63 characters, which a "
+            f"host {shown} has an empty label or one longer than 63 characters, which a "
             "host name cannot have"
         )
     return None
+
+
+def _written(url: str) -> str:
+    """The host of `url` as written (urlsplit drops tabs and line breaks and lower-cases
+    it; a reason should show what the user wrote)."""
+    written = _SCHEME_AUTHORITY.match(url)
+    return _written_host(written.group(1)) if written else urlsplit(url).hostname or ""
 
 
 def _written_host(authority: str) -> str:
