@@ -701,3 +701,10 @@ async def test_without_deny_private_a_normalised_loopback_host_is_reached(client
     delivery = await _deliver(client, f"http://1㉗.0.0.1:{listener.port}/h")
     assert delivery["status"] == "delivered", delivery
     assert listener.connections == 1
+
+
+def test_an_allowed_unicode_name_matches_the_name_the_client_resolves():
+    rules = DestinationRules.parse("Bücher.example,*.Straße.example", deny_private=True)
+    assert rules.refusal("xn--bcher-kva.example", "127.0.0.1") is None
+    assert rules.refusal("hooks.xn--strae-oqa.example", "10.0.0.1") is None
+    assert rules.refusal("other.example", "127.0.0.1") is not None

@@ -82,7 +82,7 @@ class DestinationRules:
             if not entry:
                 continue
             if entry.startswith("*."):
-                domain = _host(entry[2:])
+                domain = _connect_name(entry[2:])
                 if not _is_host_name(domain):
                     raise DestinationError(f"--webhook-allow: {entry!r} names no domain")
                 suffixes.append("." + domain)
@@ -91,8 +91,8 @@ class DestinationRules:
                     networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
                 except ValueError as exc:
                     raise DestinationError(f"--webhook-allow: {entry!r}: {exc}") from exc
-            elif _is_host_name(_host(entry)):
-                names.add(_host(entry))
+            elif _is_host_name(_connect_name(entry)):
+                names.add(_connect_name(entry))
             else:
                 raise DestinationError(
                     f"--webhook-allow: {entry!r} is not a host name, '*.suffix' or CIDR block"
@@ -311,6 +311,16 @@ def _ipv4_from_numeric(host: str) -> str | None:
 
 def _host(text: str) -> str:
     return text.strip().strip("[]").rstrip(".").lower()
+
+
+def _connect_name(text: str) -> str:
+    """A host name of --webhook-allow in the form the HTTP client connects to (IDNA), so
+    that it matches what the resolver is asked for; as written when it is no name."""
+    host = _host(text)
+    try:
+        return URL.build(scheme="http", host=host).raw_host or host
+    except (ValueError, UnicodeError):
+        return host
 
 
 def _address(text: str) -> Address | None:
