@@ -3,8 +3,12 @@ with `--seed` and the manual clock the same requests give byte-identical answers
 (README, "Configuration").
 
 Each kind of value has its own stream derived from the seed, so that, say, a token
-exchange never shifts the ids of later orders. Every stream is a `random.Random`, so a
-saved state resumes one by drawing as much again (`skip`), which is quick.
+exchange never shifts the ids of later orders. A stream is a chain of `random.Random`s,
+one per `BLOCK` draws, each seeded by the stream's name and its place in the chain (the
+first by the name alone, as every stream was before it was chained). A saved state
+resumes a stream at any position by seeding its block and drawing at most a block's worth
+again (`skip`): restoring costs the same for a count of ten as for 2**53
+(docs/hosting.md, "What one request may cost"), where replaying every draw cost seconds.
 
 A created sandbox's credentials (tokens, generated API keys and webhook secrets) are
 keyed as well: each is an HMAC, under a secret of the server that no tenant sees, of its
@@ -30,6 +34,60 @@ DEFAULT_WEBHOOK_SECRET = "whsec_test_default"
 _CODE_LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: codes get typed by hand
 
 
+#: Draws per block of a stream: restoring a position replays at most this many draws of
+#: each stream (about 3 ms for all four), and a block is seeded every this many draws.
+BLOCK = 2**14
+#: The largest count a state document may give (docs/state.md): exact in any JSON client.
+MAX_DRAWN = 2**53 - 1
+
+
+class _Stream:
+    """One stream of draws, and how many have been drawn from it."""
+
+    __slots__ = ("_name", "_random", "drawn")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._random = random.Random(name)
+        self.drawn = 0
+
+    def draw(self, bits: int) -> int:
+        return self._next().getrandbits(bits)
+
+    def fraction(self) -> float:
+        """A float in [0, 1), as `random.random()` draws it."""
+        return self._next().random()
+
+    def _next(self) -> random.Random:
+        """The generator of the next draw, counted (a block's first draw seeds it)."""
+        drawn = self.drawn
+        if drawn and not drawn % BLOCK:
+            self._random = self._block(drawn // BLOCK)
+        self.drawn = drawn + 1
+        return self._random
+
+    def seek(self, drawn: int, bits: int | None) -> None:
+        """Continue after `drawn` draws of `bits` each (None: `fraction`s), as if they had
+        been drawn: the block seeded, then the draws before it in the block made again."""
+        block, offset = divmod(drawn, BLOCK)
+        generator = self._block(block)
+        if bits is None:
+            for _ in range(offset):
+                generator.random()
+        else:
+            for _ in range(offset):
+                generator.getrandbits(bits)
+        self._random = generator
+        self.drawn = drawn
+
+    def _block(self, block: int) -> random.Random:
+        return random.Random(f"{self._name}:{block}" if block else self._name)
+
+
+#: How wide one draw of each stream is (`uuid`, `_secret`, `codes`).
+_ID_BITS, _TOKEN_BITS, _CODE_BITS = 128, 256, 75
+
+
 class Randomness:
     """A created sandbox's id (`sandbox_id`) goes into every token
     and generated API key, so that sandboxes with the same seed never hand out the same
@@ -44,34 +102,40 @@ class Randomness:
         #: What tokens and generated keys carry: the id, none for the default sandbox.
         self._tag = "" if sandbox_id == DEFAULT_ID else sandbox_id
         self._key = key
-        self._ids = random.Random(f"{seed}:ids")
-        self._tokens = random.Random(f"{seed}:tokens")
-        self._codes = random.Random(f"{seed}:codes")
+        self._ids = _Stream(f"{seed}:ids")
+        self._tokens = _Stream(f"{seed}:tokens")
+        self._codes = _Stream(f"{seed}:codes")
         #: The draws among weighted scenarios (docs/scenarios.md, "Weighted selection"):
         #: a stream of their own, so a draw never shifts an id, a token or a code.
-        self._weights = random.Random(f"{seed}:weights")
+        self._weights = _Stream(f"{seed}:weights")
         self._next_weight: float | None = None  # drawn, not yet used up (`next_weight_draw`)
-        #: How far each stream has been drawn: a saved state resumes the same sequence
-        #: by drawing as many again (`skip`), rather than storing the generators.
-        self.drawn = {"ids": 0, "tokens": 0, "codes": 0, "weights": 0}
+
+    @property
+    def drawn(self) -> dict[str, int]:
+        """How far each stream has been drawn: a saved state resumes the same sequence
+        from these counts (`skip`), rather than storing the generators. A weight drawn
+        but not yet used up is not counted: it is drawn again after a restore."""
+        pending = 0 if self._next_weight is None else 1
+        return {
+            "ids": self._ids.drawn,
+            "tokens": self._tokens.drawn,
+            "codes": self._codes.drawn,
+            "weights": self._weights.drawn - pending,
+        }
 
     def skip(self, ids: int, tokens: int, codes: int, weights: int = 0) -> None:
-        """Draw (and drop) what an earlier run drew, to continue its sequence."""
-        for _ in range(ids):
-            self._ids.getrandbits(128)  # an id's draw, without formatting it
-        for _ in range(tokens):
-            self._tokens.getrandbits(256)
-        for _ in range(codes):
-            self._codes.getrandbits(75)  # a code's draw, without making the code
-        for _ in range(weights):
-            self._weights.random()
-        self.drawn = {"ids": ids, "tokens": tokens, "codes": codes, "weights": weights}
+        """Continue the sequence an earlier run drew this far (each count at most
+        `MAX_DRAWN`), at a cost that does not grow with the counts."""
+        self._ids.seek(ids, _ID_BITS)
+        self._tokens.seek(tokens, _TOKEN_BITS)
+        self._codes.seek(codes, _CODE_BITS)
+        self._weights.seek(weights, None)
+        self._next_weight = None
 
     def uuid(self) -> str:
         """A version-4 UUID string from the seeded stream (formatted by hand: building a
         `uuid.UUID` only to print it cost more than the rest of making an id)."""
-        self.drawn["ids"] += 1
-        bits = self._ids.getrandbits(128)
+        bits = self._ids.draw(_ID_BITS)
         bits = (bits & ~(0xF000 << 64)) | (4 << 76)  # version 4
         bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)  # RFC 4122 variant
         h = f"{bits:032x}"
@@ -95,8 +159,7 @@ class Randomness:
         return DEFAULT_WEBHOOK_SECRET if self._key is None else self.webhook_secret()
 
     def _secret(self) -> str:
-        self.drawn["tokens"] += 1
-        drawn = f"{self._tokens.getrandbits(256):064x}"
+        drawn = f"{self._tokens.draw(_TOKEN_BITS):064x}"
         if self._key is None:
             return drawn
         message = f"{self._tag}.{drawn}".encode()
@@ -105,8 +168,8 @@ class Randomness:
     def codes(self, count: int) -> list[str]:
         """Key codes `XXXXX-XXXXX-XXXXX`: 15 letters of 32, five bits each, from one
         75-bit draw per code (uniform, and cheap to replay for a saved state)."""
-        self.drawn["codes"] += count
-        return [_code(self._codes.getrandbits(75)) for _ in range(count)]
+        draw = self._codes.draw
+        return [_code(draw(_CODE_BITS)) for _ in range(count)]
 
     def next_weight_draw(self) -> float:
         """The next draw among weighted scenarios: a float in [0, 1) that
@@ -114,14 +177,13 @@ class Randomness:
         `weight_drawn` (the order was made): until then the same value comes back, so a
         refused order changes nothing of the sequence."""
         if self._next_weight is None:
-            self._next_weight = self._weights.random()
+            self._next_weight = self._weights.fraction()
         return self._next_weight
 
     def weight_drawn(self) -> None:
         """The draw `next_weight_draw` gave decided an order: count it, move on."""
         self.next_weight_draw()  # drawn, in case it was not looked at
         self._next_weight = None
-        self.drawn["weights"] += 1
 
 
 def _code(bits: int) -> str:

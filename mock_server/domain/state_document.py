@@ -29,7 +29,7 @@ from .faults import Faults
 from .order_request import NO_FIELDS
 from .orders import PENDING_WEBHOOK, Order
 from .plants import PLANT_STATUSES, Plants
-from .randomness import MAX_SEED, Randomness
+from .randomness import MAX_DRAWN, MAX_SEED, Randomness
 from .scenarios import Scenario, builtin_scenarios, parse_scenarios
 from .startup import QueuedScenario, StartupState
 from .state import State
@@ -263,10 +263,10 @@ def restore(sandbox: Saved, document: Any) -> Restored:
         raise validation_error("; ".join(exc.problems)) from exc
     randomness = Randomness(built.seed, sandbox.sandbox_id, sandbox.startup.credential_key)
     drawn = doc.child("random")
-    counts = [drawn.integer(k, 0, 10**9) for k in ("ids", "tokens", "codes")]
+    counts = [drawn.integer(k, 0, MAX_DRAWN) for k in ("ids", "tokens", "codes")]
     # The draws among weighted scenarios (docs/state.md): absent from older documents.
-    weights = drawn.integer("weights", 0, 10**9) if "weights" in drawn.data else 0
-    randomness.skip(*counts, weights)
+    weights = drawn.integer("weights", 0, MAX_DRAWN) if "weights" in drawn.data else 0
+    randomness.skip(*counts, weights)  # as quick for any count (docs/hosting.md)
     state = State(clock=clock, randomness=randomness, catalog=catalog)
     for account_doc in doc.items("accounts"):
         state.add_account(_read_account(account_doc))
