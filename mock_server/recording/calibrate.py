@@ -111,12 +111,30 @@ def render(
             f"settle ({outcome.key.describe()}): a scenario ends in a terminal status."
         )
     lines.append("scenarios:")
+    unshown = _unshown_error(calibrated)
     for scenario in calibrated:
-        lines += _scenario(scenario)
+        lines += _scenario(scenario, unshown)
     return "\n".join(lines) + "\n"
 
 
-def _scenario(scenario: Calibrated) -> list[str]:
+#: A failed step's error when the recording showed none of any failed order (spec 7.4
+#: lists it first).
+UNSHOWN_ERROR = "OUT_OF_STOCK"
+
+
+def _unshown_error(calibrated: list[Calibrated]) -> str:
+    """The code a failed step gets when its orders' answers never showed their error
+    (only their events did, which carry none: spec 6): the one the recording's other
+    failed orders showed most, else `UNSHOWN_ERROR`. A failed step needs a code."""
+    counts: dict[str, int] = {}
+    for scenario in calibrated:
+        key = scenario.outcome.key
+        if key.final == "failed" and key.error:
+            counts[key.error] = counts.get(key.error, 0) + len(scenario.traces)
+    return max(sorted(counts), key=counts.__getitem__) if counts else UNSHOWN_ERROR
+
+
+def _scenario(scenario: Calibrated, unshown_error: str = UNSHOWN_ERROR) -> list[str]:
     count = len(scenario.traces)
     lines = [
         f"  # {scenario.key_text}: {count} recorded order{'s' if count != 1 else ''}",
@@ -140,7 +158,14 @@ def _scenario(scenario: Calibrated) -> list[str]:
         lines.append(f"      - after: {_duration(delay)}")
         lines.append(f"        status: {status}")
         if status in TERMINAL:
-            lines += _terminal(scenario.traces, key.error, key.duplicates, status)
+            if status == "failed" and not key.error:
+                lines.append(
+                    "        # warning: no answer showed these orders' error code (only "
+                    "their events,"
+                )
+                lines.append(f"        # which carry none): {unshown_error} stands in for it")
+            error = key.error or (unshown_error if status == "failed" else "")
+            lines += _terminal(scenario.traces, error, key.duplicates, status)
         after_code = status == "need_client_code" or (after_code and status == "processing")
     return lines
 

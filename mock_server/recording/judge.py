@@ -109,6 +109,8 @@ def judge(play: Play, tolerance: float) -> str | None:
             _share(order.get("refund_amount"), order.get("price")),
         )
         theirs = (key.final, key.error, key.delivered, key.refunded)
+        if not key.error_shown:  # whatever code the sandbox gives, the recording hid it
+            mine = (mine[0], "", *mine[2:])
         if mine != theirs:
             return f"ends {_ending(theirs)}; the sandbox: {_ending(mine)}"
     if play.session.webhooks_recorded:

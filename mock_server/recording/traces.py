@@ -27,6 +27,10 @@ from .paths import CLIENT_CODE, ORDER, ORDERS, TOKEN
 from .reading import Exchange, Recording, Webhook
 
 TERMINAL = ("completed", "partial", "failed")
+#: What an order's answers show that settling does not change (spec 2.1, 4.3).
+_KEPT = frozenset(
+    {"id", "item", "item_product_type", "quantity", "price", "merchant_order_id", "fields"}
+)
 STATUSES = ("pending", "processing", "need_client_code", *TERMINAL)
 
 
@@ -71,6 +75,9 @@ class OutcomeKey:
     refunded: str  # all | some | none
     client_code: bool
     duplicates: int  # extra copies of the terminal event answered 200
+    #: Whether an answer showed the settled order's `error`: an order seen to settle
+    #: only through its event (which need not carry one, spec 6) did not.
+    error_shown: bool = True
 
     @property
     def name(self) -> str:
@@ -90,6 +97,8 @@ class OutcomeKey:
         words = [self.final]
         if self.error:
             words.append(f"error {self.error}")
+        elif not self.error_shown:
+            words.append("error not shown")
         words.append(f"delivered {self.delivered}, refunded {self.refunded}")
         if self.client_code:
             words.append("after a client code")
@@ -128,9 +137,23 @@ class Trace:
         return self.observations[-1]
 
     def final_order(self) -> dict[str, Any]:
-        """The latest view of the order: a terminal one when any was seen."""
-        terminal = [o for o in self.observations if o.status in TERMINAL]
-        return (terminal[0] if terminal else self.last).order
+        """The latest view of the order, each field as the latest observation that showed
+        it: a terminal one's where the order was seen to settle. An event carries only
+        some of the order's fields (spec 6 lists seven: no `price`, no `error`), so what
+        it lacks comes from the order's own answers (its creation, lookups, client
+        code); an `error` only an event showed the failure of stays unknown (empty)."""
+        terminal = next((o for o in self.observations if o.status in TERMINAL), None)
+        view: dict[str, Any] = {}
+        for observation in self.observations:
+            if terminal is not None and observation.status not in TERMINAL:
+                # Before it settled: the fields a settled order keeps (its price,
+                # quantity, ids); what settling changes is read from terminal sights.
+                view.update({k: v for k, v in observation.order.items() if k in _KEPT})
+            else:
+                view.update(observation.order)
+        if terminal is not None:
+            view["status"] = terminal.status
+        return view
 
     def entries(self) -> list[Entry]:
         """When each status of the observed history was entered, in order; a status
@@ -163,6 +186,7 @@ class Trace:
         return OutcomeKey(
             final=str(order.get("status")),
             error=str(order.get("error") or ""),
+            error_shown="error" in order,
             delivered=_share(delivered, quantity),
             refunded=_share(refund, price),
             client_code="need_client_code" in statuses,
