@@ -107,8 +107,8 @@ async def test_past_the_rate_a_merchant_call_is_429_and_changes_nothing(make_cli
 async def test_another_sandbox_is_not_slowed(make_client):
     client = await make_client(sandbox_rate=0.01)
     created = await _created(client)
-    await login(client)  # the default sandbox spends its call
-    limited = await client.get("/api/v1/account/balance")
+    merchant = await login(client)  # the default sandbox spends its call
+    limited = await client.get("/api/v1/account/balance", headers=merchant.auth)
     assert limited.status == 429
     base = f"/_mock/sandboxes/{created['id']}"
     exchanged = await client.post(

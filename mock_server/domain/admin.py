@@ -70,8 +70,10 @@ def _spec_from_body(body: dict[str, Any], rules: DestinationRules) -> AccountSpe
 
 def create_account(state: State, body: dict[str, Any], policy: Policy) -> Account:
     spec = _spec_from_body(body, policy.rules)
-    policy.quotas.check("accounts", len(state.accounts) + 1)
     new_key = "api_key" not in body and "api_keys" not in body
+    if not new_key:
+        policy.check_keys(spec.api_keys)
+    policy.quotas.check("accounts", len(state.accounts) + 1)
     if any(a.email == spec.email for a in state.accounts.values()):
         raise already_exists(f"An account with email {spec.email} exists")
     for key in () if new_key else spec.api_keys:
@@ -130,6 +132,7 @@ def replace_accounts(state: State, data: Any, policy: Policy) -> list[Account]:
         specs = parse_accounts(data, "request body", policy.rules)
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
+    policy.check_keys(key for spec in specs for key in spec.api_keys)
     policy.quotas.check("accounts", len(specs))
     _forget_account_activity(state)
     state.accounts.clear()

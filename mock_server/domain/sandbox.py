@@ -74,7 +74,7 @@ class Sandbox:
     ) -> None:
         self.startup = startup
         #: Where its webhooks may go and what it may hold (`domain/policy.py`).
-        self.policy = Policy(startup.webhook_rules, quotas)
+        self.policy = Policy.of(sandbox_id, startup.webhook_rules, quotas)
         #: Scenarios loaded at run time since the last reset, counted against its quota.
         self.runtime_scenarios = 0
         self.sandbox_id = sandbox_id
@@ -422,6 +422,7 @@ class Sandbox:
                 raise validation_error(
                     f"state: account {account.id}: 'webhook_url' is refused: {refused}"
                 )
+        self.policy.check_keys(restored.state.account_by_key)
         quotas = self.quotas
         quotas.check("orders", len(restored.state.orders))
         quotas.check("accounts", len(restored.state.accounts))

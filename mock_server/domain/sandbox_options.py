@@ -19,6 +19,7 @@ from ..errors import validation_error
 from ..sourcefile import ConfigError
 from .accounts import AccountSpec, parse_accounts
 from .catalog import parse_catalog
+from .policy import refuse_reserved
 from .randomness import MAX_SEED
 from .scenarios import parse_scenarios
 from .startup import StartupState
@@ -76,6 +77,8 @@ def parse_sandbox_options(
     if accounts_given:
         parse = functools.partial(parse_accounts, rules=None if restoring else base.webhook_rules)
         accounts = _content(parse, body["accounts"], "accounts")
+        if not restoring:  # docs/hosting.md, "What a tenant can see"
+            refuse_reserved(key for spec in accounts for key in spec.api_keys)
         startup = replace(startup, accounts=accounts)
     if body.get("scenarios") is not None:
         loaded = _content(parse_scenarios, body["scenarios"], "scenarios")

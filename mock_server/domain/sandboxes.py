@@ -278,26 +278,33 @@ class Sandboxes:
         return self._gone.get(sandbox_id, "does not exist on this server")
 
     def for_token(self, token: str) -> Entry | None:
-        """The sandbox whose token this is (root paths); None when it is gone. A token
-        without a sandbox prefix is the default sandbox's."""
+        """The sandbox whose token this is (root paths), untouched: whether the token is
+        valid there is the sandbox's to say; None when it is gone. A token without a
+        sandbox prefix is the default sandbox's."""
         if not token.startswith(ID_PREFIX):
             return self.default
         sandbox_id = token.partition(".")[0]
         try:
-            return self.find(sandbox_id)
+            return self.find(sandbox_id, touch=False)
         except ApiError:
             return None
 
+    def touch(self, entry: Entry) -> None:
+        """A call of one of the sandbox's own callers: its idle time starts again. Only
+        such calls keep a sandbox alive (docs/hosting.md, "What a tenant can see")."""
+        entry.last_used_at = self._wall()
+
     def for_api_key(self, api_key: str, server_url: str) -> Entry:
         """The one sandbox holding `api_key` (the root token endpoint). A key no sandbox
-        holds goes to the default one, which refuses it as usual."""
-        if not self._live:
+        holds goes to the default one, which refuses it as usual; so does a key the
+        default sandbox holds, whoever else does (a created sandbox may not hold its
+        documented key, but one restored from an earlier run's `--state` file may):
+        no tenant can take the root paths' own key from them."""
+        if not self._live or api_key in self.default.sandbox.state.account_by_key:
             return self.default
         self.expire_idle()
         holders = [
-            entry
-            for entry in (self.default, *self._live.values())
-            if api_key in entry.sandbox.state.account_by_key
+            entry for entry in self._live.values() if api_key in entry.sandbox.state.account_by_key
         ]
         if len(holders) > 1:
             urls = ", ".join(server_url + e.base_path() for e in holders)
@@ -306,9 +313,7 @@ class Sandboxes:
                 f"API key {api_key} is held by {len(holders)} sandboxes: exchange it at "
                 f"the base URL of the one you mean ({urls})",
             )
-        holder = holders[0] if holders else self.default
-        holder.last_used_at = self._wall()
-        return holder
+        return holders[0] if holders else self.default
 
     def entries(self) -> list[Entry]:
         """The default sandbox, then every live one, oldest first."""

@@ -1,6 +1,9 @@
-"""What surrounds every merchant call, a refused one included: its sandbox found,
-injected faults first, the handler, the `--state` save, the coverage count and the
-journal entry (the sandbox's own, keyed on the path as a whole server sees it)."""
+"""What surrounds every merchant call, a refused one included: its sandbox and caller
+found (`sandbox_choice`), then, for one of the sandbox's own callers only, its idle time
+restarted, the rate, injected faults first, the handler, the `--state` save, the
+coverage count and the journal entry (the sandbox's own, keyed on the path as a whole
+server sees it). A caller without the sandbox's credentials gets the handler's refusal
+and nothing else (docs/hosting.md, "What a tenant can see")."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from ..clock import iso
 from ..domain.coverage import PREFIXES as MERCHANT_PREFIXES
 from ..domain.coverage import Coverage
 from ..domain.journal import body_text
+from ..domain.sandbox import Sandbox
 from ..domain.sandboxes import Sandboxes
 from ..edge.context import READS
 from ..edge.jsonio import json_response
@@ -20,7 +24,7 @@ from ..edge.refusals import code_for, failure, refusal
 from ..errors import ApiError, TokenError, rate_limited
 from .api import MerchantHandler
 from .rate_guard import RateGuard
-from .sandbox_choice import TOKEN_PATH_END, merchant_sandbox
+from .sandbox_choice import TOKEN_PATH_END, merchant_caller
 
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
     from ..state_file import StateFile
@@ -54,14 +58,14 @@ class MerchantCalls:
     ) -> web.StreamResponse:
         """Answer one merchant call; `path` is the path as a whole server would see it
         (a sandbox's base path taken off) and `sandbox_id` the base path's id, if any."""
-        sandboxes = self._sandboxes
-        if sandbox_id is None and not sandboxes.routing_needed:
-            sandbox = sandboxes.default.sandbox  # only the default sandbox ever existed
-        else:
-            try:
-                sandbox = await merchant_sandbox(request, sandboxes, sandbox_id, path)
-            except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
-                return refusal(error)
+        try:
+            caller = await merchant_caller(request, self._sandboxes, sandbox_id, path)
+        except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
+            return refusal(error)
+        sandbox = caller.sandbox
+        if not caller.own:
+            return await self._stranger(request, handler, sandbox, path, order_id)
+        self._sandboxes.touch(caller.entry)
         method = request.method
         guard = self._rate_guard
         wait = guard.retry_after(sandbox) if guard is not None else 0
@@ -102,6 +106,30 @@ class MerchantCalls:
         sandbox.journal.record(method, path, status, body, at)
         if sandbox.events.active:
             sandbox.events.publish_journal(method, path, status, body_text(body), iso(at))
+        return response
+
+    async def _stranger(
+        self,
+        request: web.BaseRequest,
+        handler: MerchantHandler,
+        sandbox: Sandbox,
+        path: str,
+        order_id: str,
+    ) -> web.StreamResponse:
+        """A call without the sandbox's credentials (`sandbox_choice`): the handler
+        refuses it as it refuses any such call, and coverage counts the refusal (so that
+        a test of its own 401s sees them), but the call spends none of the sandbox's
+        rate, meets none of its faults, keeps it no longer alive and is neither
+        journaled nor saved (docs/hosting.md, "What a tenant can see")."""
+        refused: ApiError | TokenError | None = None
+        try:
+            response = await handler(request, sandbox, order_id)
+        except (ApiError, TokenError) as error:
+            refused = error
+            response = refusal(error)
+        except Exception as exc:  # noqa: BLE001 - rendered (or re-raised) by failure
+            response = failure(request, exc, self._max_body)
+        _count(sandbox.coverage, refused, path)
         return response
 
 
