@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .calibrate_shapes import CalibrateError, calibrate_shapes
 from .reading import RecordingError, read_recordings
 from .traces import TERMINAL, OutcomeClass, Trace, classes, traces
 
@@ -220,6 +221,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="recordings or HAR files")
     parser.add_argument("--out", metavar="PATH", help="write the scenario file here (else stdout)")
+    parser.add_argument(
+        "--shapes-out",
+        metavar="PATH",
+        help="also replay the recording against a sandbox running these scenarios and write "
+        "here the shapes file that makes its answers and events production's "
+        "(docs/shapes.md)",
+    )
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         recordings = read_recordings(args.files)
@@ -236,13 +244,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     calibrated, unplayable = calibrate(all_traces)
     text = render(args.files, calibrated, unplayable, len(all_traces))
-    if args.out:
+    shapes = None
+    if args.shapes_out:
         try:
-            Path(args.out).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            print(f"{args.out}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+            shapes, rules = calibrate_shapes(args.files, recordings, text)
+        except CalibrateError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+    if args.out:
+        if not _write(args.out, text):
             return 2
         print(f"{args.out}: {len(calibrated)} scenarios from {len(all_traces)} orders")
     else:
         sys.stdout.write(text)
+    if args.shapes_out and shapes is not None:
+        if not _write(args.shapes_out, shapes):
+            return 2
+        where = sys.stdout if args.out else sys.stderr  # stdout may hold the scenarios
+        print(f"{args.shapes_out}: {rules} shape rules", file=where)
     return 0
+
+
+def _write(path: str, text: str) -> bool:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"{path}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+        return False
+    return True

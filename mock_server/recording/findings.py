@@ -175,14 +175,14 @@ def money_finding(
     return []
 
 
-_PLACEHOLDER = re.compile(r"<[a-z_]+:[0-9A-Za-z_-]+>")
+PLACEHOLDER = re.compile(r"<[a-z_]+:[0-9A-Za-z_-]+>")
 
 
 def same(left: Any, right: Any) -> bool:
     """Equal values; a recorded string holding placeholders (`<email:...>`: redacted)
     matches any text in their place."""
-    if isinstance(left, str) and isinstance(right, str) and _PLACEHOLDER.search(left):
-        parts = [re.escape(part) for part in _PLACEHOLDER.split(left)]
+    if isinstance(left, str) and isinstance(right, str) and PLACEHOLDER.search(left):
+        parts = [re.escape(part) for part in PLACEHOLDER.split(left)]
         return re.fullmatch(".*".join(parts), right, re.DOTALL) is not None
     if is_number(left) and is_number(right):
         return math.isclose(float(left), float(right), rel_tol=0, abs_tol=1e-9)

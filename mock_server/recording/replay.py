@@ -33,7 +33,7 @@ driven only over HTTP, through the merchant API and the documented control API
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .catalog_inference import infer_catalog
@@ -42,6 +42,7 @@ from .findings import Finding
 from .reading import Recording
 from .session_replay import replay_session
 from .sessions import Session, sessions_of
+from .shape_inference import Pair
 from .traces import OutcomeClass, classes, median
 from .world import Server
 
@@ -61,6 +62,8 @@ class Outcome:
     #: The catalog's items (inferred from the recordings; empty where `--catalog` gave it).
     catalog: list[dict[str, Any]]
     catalog_given: bool
+    #: Each recorded answer and event beside the sandbox's (`calibrate --shapes-out`).
+    pairs: list[Pair] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"<Outcome of {len(self.sessions)} recording(s): {len(self.findings)} findings>"
@@ -102,12 +105,14 @@ async def run(
                 scenario_of[id(trace)] = verdict.scenario_for(trace)
                 explained_trace[id(trace)] = verdict.explained
         findings: list[Finding] = []
+        pairs: list[Pair] = []
         replayed = skipped = 0
         for session in sessions:
             result = await replay_session(
                 server, session, catalog, scenario_of, explained_trace, tolerance
             )
             findings += result.findings
+            pairs += result.pairs
             replayed += result.replayed
             skipped += result.skipped
     finally:
@@ -122,6 +127,7 @@ async def run(
         scenarios=[s["name"] for s in scenarios],
         catalog=catalog or [],
         catalog_given=catalog_path is not None,
+        pairs=pairs,
     )
 
 

@@ -16,15 +16,15 @@ from typing import Any
 
 from .findings import Finding, echoes_and_money, money_finding, order_values, shape_findings
 from .judge import MIN_TOLERANCE, shown_within, status_spans, tolerances
-from .paths import CLIENT_CODE, ORDER, ORDERS
+from .paths import BALANCE, CLIENT_CODE, ORDER, ORDERS, answer_kind
 from .reading import Exchange, Message, Webhook
 from .rewriting import Binding
 from .sessions import Session
+from .shape_inference import Pair
 from .traces import TERMINAL, Trace
 from .values import as_dict, cents, is_number, is_order, parse_time
 from .world import Receiver, Server, World, world_account
 
-_BALANCE = re.compile(r"^(?:/api)?/v1/account/balance$")
 #: Not the service's: the sandbox's own control calls, the recorder's receiver.
 _NOT_REPLAYED = re.compile(r"^/(?:_mock|_record)(?:/|$)")
 
@@ -48,6 +48,9 @@ class Replayed:
     findings: list[Finding] = field(default_factory=list)
     replayed: int = 0
     skipped: int = 0
+    #: Each answer and event as production gave it beside the sandbox's, by shapes kind
+    #: (`calibrate --shapes-out`: shape_inference).
+    pairs: list[Pair] = field(default_factory=list)
 
 
 async def replay_session(
@@ -119,6 +122,7 @@ async def replay_session(
                         )
                     )
                 continue
+            result.pairs += answer_pairs(event, recorded, status, answer, server.receiver.url)
             findings = shape_findings((event.status, recorded), (status, answer), **where)
             order_trace = _trace_of(event, trace, trace_by_id)
             if is_order(recorded) and is_order(answer) and status // 100 == 2:
@@ -139,7 +143,7 @@ async def replay_session(
                     )
             elif isinstance(recorded, dict) and isinstance(answer, dict):
                 findings += money_finding(recorded, answer, "actual_price", where)
-            if _BALANCE.match(event.path) and status == 200 and event.status == 200:
+            if BALANCE.match(event.path) and status == 200 and event.status == 200:
                 mine, theirs = as_dict(answer).get("balance"), as_dict(recorded).get("balance")
                 if is_number(mine) and is_number(theirs):
                     account = state.account_of(event)
@@ -171,7 +175,9 @@ async def replay_session(
                 )
             )
         result.findings += await _balance_findings(balances, state, histories, session, tolerance)
-        result.findings += _webhook_findings(session, state, server.receiver, explained_trace)
+        result.findings += _webhook_findings(
+            session, state, server.receiver, explained_trace, result.pairs
+        )
     finally:
         server.receiver.forget(state.orders.values())
         await world.close()
@@ -300,11 +306,33 @@ def _sums_to(target: int, amounts: list[int]) -> bool:
     return target in sums
 
 
+def answer_pairs(
+    exchange: Exchange, recorded: Any, status: int, answer: Any, receiver_url: str | None
+) -> list[Pair]:
+    """The recorded answer and the sandbox's as pairs of their shapes kind: none where
+    the two differ in status or kind; an order's `webhook` object a pair of its own."""
+    kind = answer_kind(exchange.method, exchange.path, exchange.status, recorded)
+    if kind is None or status != exchange.status:
+        return []
+    if kind != answer_kind(exchange.method, exchange.path, status, answer):
+        return []
+    if kind == "error" and as_dict(recorded).get("code") != as_dict(answer).get("code"):
+        return []  # another refusal: a finding, not a shape
+    pairs = [Pair(kind, recorded, answer)]
+    theirs, mine = as_dict(recorded).get("webhook"), as_dict(answer).get("webhook")
+    if kind == "order" and isinstance(theirs, dict) and isinstance(mine, dict):
+        facts = {f"delivery.{name}": value for name, value in mine.items()}
+        facts["delivery.url"] = receiver_url
+        pairs.append(Pair("order.webhook", theirs, mine, facts))
+    return pairs
+
+
 def _webhook_findings(
     session: Session,
     state: Binding,
     receiver: Receiver,
     explained_trace: dict[int, bool],
+    pairs: list[Pair],
 ) -> list[Finding]:
     """The first webhook of each order, recorded and received here, compared as answers
     are (its field set and types; values for enums, echoes and money)."""
@@ -316,6 +344,8 @@ def _webhook_findings(
             continue
         observation = trace.webhooks[0]
         recorded, mine = observation.order, received[0]
+        if isinstance(recorded, dict) and isinstance(mine, dict):
+            pairs.append(Pair("event", recorded, mine, {"delivery.url": receiver.url}))
         where = {"seq": observation.seq, "order": trace.order_id, "request": "webhook"}
         findings = shape_findings((200, recorded), (200, mine), **where)
         if isinstance(recorded, dict) and isinstance(mine, dict):

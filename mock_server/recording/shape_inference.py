@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..domain.shapes import PROTECTED
+from .findings import PLACEHOLDER, same
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
@@ -113,6 +114,12 @@ def _kind(kind: str, pairs: list[Pair]) -> KindFindings:
 def _added(name: str, pairs: list[Pair], result: KindFindings) -> None:
     values = [p.recorded[name] for p in pairs]
     shown = len(pairs)
+    if any(_redacted(v) for v in values):
+        result.unexpressed.append(
+            f"{name}: production sends it ({shown} answers), redacted in the recording: "
+            "its values are not known, so none is guessed"
+        )
+        return
     copied = _copy_source(name, pairs)
     if copied is not None:
         result.rules.append(Rule("add", name, f"{{copy: {copied}}}", shown))
@@ -181,8 +188,12 @@ def _compared(kind: str, name: str, pairs: list[Pair], result: KindFindings) -> 
         if _choices_as_ids(recorded, sandbox):
             result.rules.append(Rule("choice_fields", name, "id", shown))
         return
-    if all(_same(r, s) for r, s in zip(recorded, sandbox, strict=True)):
-        return
+    if all(same(r, s) for r, s in zip(recorded, sandbox, strict=True)):
+        return  # a redacted placeholder (`<token:...>`) matches what it stands for
+    if all(_shape(r) == _shape(s) for r, s in zip(recorded, sandbox, strict=True)) and (
+        isinstance(recorded[0], dict | list) or any(_redacted(r) for r in recorded)
+    ):
+        return  # the same structure holding each side's own data
     if all(r is None or s is None for r, s in zip(recorded, sandbox, strict=True)):
         return  # null on one side: timing (a field set later), not shape
     if all(_looks_made(v) for v in recorded + sandbox):
@@ -331,6 +342,20 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _shape(value: Any) -> Any:
+    """A value's structure: its JSON type, and for objects and lists their members'."""
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shape(value[0])] if value else []
+    return "number" if _is_number(value) else type(value).__name__
+
+
+def _redacted(value: Any) -> bool:
+    """Whether the recorder replaced (part of) a value by a placeholder."""
+    return isinstance(value, str) and bool(PLACEHOLDER.search(value))
 
 
 def _form(value: str) -> str:
