@@ -4,6 +4,13 @@ YAML mappings and lists come back as `LineDict` / `LineList`: plain dicts and li
 also remember the line they start on and, for dicts, the line of each key. JSON files
 are parsed by the json module (exact decimals are not needed in config files) and
 carry no lines; their errors name the item instead.
+
+YAML is read by libyaml (PyYAML's C loader) where PyYAML was built with it, else by the
+pure-Python loader; both give the same lines. What a tenant sends (`parse_sent`: a
+control call's YAML body) is read more strictly than the operator's own files: no
+aliases (`*name`), which let a few hundred bytes stand for gigabytes once written out,
+and no `!!set` or `!!binary` values, which JSON cannot carry back (docs/hosting.md,
+"Inputs a tenant sends"). Every YAML document nests at most `MAX_DEPTH` levels.
 """
 
 from __future__ import annotations
@@ -13,6 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+#: How deep YAML mappings and lists may nest: as deep as a JSON body may
+#: (`edge.jsonio.MAX_DEPTH`), far more than any configuration file needs.
+MAX_DEPTH = 64
+#: libyaml where PyYAML has it (`yaml.__with_libyaml__`): it reads YAML ten times
+#: faster than the pure-Python parser, with the same marks.
+_BASE_LOADER: type[yaml.SafeLoader] = (
+    yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader  # type: ignore[assignment]
+)
 
 
 class ConfigError(Exception):
@@ -35,8 +51,24 @@ class LineList(list):
     line: int | None = None
 
 
-class _LineLoader(yaml.SafeLoader):
+class _Refused(yaml.YAMLError):
+    """Valid YAML that the server does not take, at a line."""
+
+    def __init__(self, reason: str, mark: Any) -> None:
+        super().__init__(reason)
+        self.reason, self.mark = reason, mark
+
+
+class _LineLoader(_BASE_LOADER):  # type: ignore[valid-type, misc]
+    """The safe loader, keeping lines (`LineDict`, `LineList`) and refusing duplicate
+    keys and nesting deeper than `MAX_DEPTH`."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:
+        self._enter(node)
         mapping = LineDict()
         mapping.line = node.start_mark.line + 1
         mapping.key_lines = {}
@@ -48,12 +80,48 @@ class _LineLoader(yaml.SafeLoader):
                 )
             mapping[key] = self.construct_object(value_node, deep=True)
             mapping.key_lines[key] = key_node.start_mark.line + 1
+        self.depth -= 1
         return mapping
 
     def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:
+        self._enter(node)
         items = LineList(self.construct_object(child, deep=True) for child in node.value)
         items.line = node.start_mark.line + 1
+        self.depth -= 1
         return items
+
+    def _enter(self, node: yaml.Node) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Refused(f"nested deeper than {MAX_DEPTH} levels", node.start_mark)
+
+
+class _SentLoader(_LineLoader):
+    """What a tenant sends: `_LineLoader` without aliases, `!!set` or `!!binary`."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.nodes_seen: set[int] = set()
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # An alias is the node it names, met a second time; nodes live as long as the
+        # load, so their ids are theirs throughout.
+        if id(node) in self.nodes_seen:
+            raise _Refused(
+                "YAML aliases (*name) are not accepted in a document sent to the server: "
+                "write out the value anchored here instead",
+                node.start_mark,
+            )
+        self.nodes_seen.add(id(node))
+        return super().construct_object(node, deep)
+
+    def refuse_tag(self, node: yaml.Node) -> Any:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise _Refused(
+            f"{tag} values are not accepted in a document sent to the server "
+            "(only what JSON can hold)",
+            node.start_mark,
+        )
 
 
 _LineLoader.add_constructor(
@@ -62,6 +130,8 @@ _LineLoader.add_constructor(
 _LineLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _LineLoader.construct_sequence
 )
+for _tag in ("tag:yaml.org,2002:set", "tag:yaml.org,2002:binary"):
+    _SentLoader.add_constructor(_tag, _SentLoader.refuse_tag)
 
 
 def parse_text(text: str, source: str, *, json_first: bool = False) -> Any:
@@ -71,8 +141,21 @@ def parse_text(text: str, source: str, *, json_first: bool = False) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError([f"{source}:{exc.lineno}: invalid JSON: {exc.msg}"]) from exc
+    return _load_yaml(text, source, _LineLoader)
+
+
+def parse_sent(text: str, source: str) -> Any:
+    """Parse YAML a tenant sent: as `parse_text`, but aliases, `!!set` and `!!binary`
+    are refused with their line (docs/hosting.md, "Inputs a tenant sends")."""
+    return _load_yaml(text, source, _SentLoader)
+
+
+def _load_yaml(text: str, source: str, loader: type[_LineLoader]) -> Any:
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        return yaml.load(text, Loader=loader)  # noqa: S506 - SafeLoader-based
+    except _Refused as exc:
+        line = f":{exc.mark.line + 1}" if exc.mark else ""
+        raise ConfigError([f"{source}{line}: {exc.reason}"]) from exc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
