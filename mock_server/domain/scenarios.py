@@ -9,6 +9,7 @@ This module turns YAML into validated, immutable `Scenario` objects and refuses,
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -16,6 +17,9 @@ from decimal import ROUND_HALF_UP, Decimal
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import orjson
+import re2
 
 from ..sourcefile import ConfigError, parse_text, read_file, where
 from .statuses import STATUSES, TERMINAL
@@ -31,6 +35,29 @@ _MATCH_KEYS = {"merchant_order_id", "item_id", "product_type", "quantity_min"}
 _WEBHOOK_KEYS = {"duplicate", "delay", "drop"}
 #: The largest `weight`: weights are relative, and the bound keeps any sum of them finite.
 MAX_WEIGHT = 10**15
+#: Steps a scenario may list: each is played on the one event loop that serves every
+#: sandbox (docs/hosting.md, "Inputs a tenant sends"); the longest built-in has 4.
+MAX_STEPS = 100
+#: The most a scenario may weigh, written as compact JSON: what a sandbox keeps of it
+#: (and saves with `--state`) is bounded by this times the scenarios quota. A scenario
+#: of 100 short steps is about 4 KiB.
+MAX_SCENARIO_BYTES = 8 * 1024
+#: How `match.merchant_order_id` is run: by RE2, in time linear in the text, so no
+#: pattern can stall the server (docs/scenarios.md, "Selecting one"). Only whether it
+#: matches is asked (no groups captured), and each pattern may take at most 256 KiB
+#: for its program and its cache of states (docs/hosting.md, "Sizing").
+RE2_OPTIONS = re2.Options()
+RE2_OPTIONS.never_capture = True
+RE2_OPTIONS.max_mem = 256 * 1024
+RE2_OPTIONS.log_errors = False
+#: RE2's reasons for the Perl syntax it leaves out, in words.
+_UNSUPPORTED = (
+    (re.compile(r"invalid escape sequence: \\[1-9]"), "backreferences (\\1) are not RE2 syntax"),
+    (re.compile(r"invalid perl operator: \(\?P$"), "backreferences (?P=name) are not RE2 syntax"),
+    (re.compile(r"invalid perl operator: \(\?[=!]"), "lookahead is not RE2 syntax"),
+    (re.compile(r"invalid perl operator: \(\?<[=!]"), "lookbehind is not RE2 syntax"),
+    (re.compile(r"pattern too large"), "it needs more than RE2's 256 KiB for a pattern"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +88,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Match:
-    merchant_order_id: re.Pattern[str] | None = None
+    #: An RE2 pattern (`compile_pattern`), searched for anywhere in the id.
+    merchant_order_id: Any = None
     item_id: int | None = None
     product_type: str | None = None
     quantity_min: Decimal | None = None
@@ -276,6 +304,14 @@ def _parse_scenario(record: Any, source: str) -> Scenario:
     match = _parse_match(record["match"]) if record.get("match") is not None else None
     pricing = _parse_pricing(record["pricing"]) if record.get("pricing") is not None else None
     weight = _parse_weight(record, record["weight"]) if record.get("weight") is not None else None
+    size = _json_size(record)
+    if size > MAX_SCENARIO_BYTES:
+        raise _Problem(
+            record,
+            None,
+            f"a scenario is at most {MAX_SCENARIO_BYTES} bytes written as JSON, this one "
+            f"is {size}: shorten its description or messages, or split it",
+        )
     return Scenario(
         name,
         description,
@@ -292,6 +328,10 @@ def _parse_steps(record: dict[str, Any]) -> tuple[Step, ...]:
     raw_steps = record.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         raise _Problem(record, "steps", "'steps' must be a non-empty list")
+    if len(raw_steps) > MAX_STEPS:
+        raise _Problem(
+            record, "steps", f"'steps' lists at most {MAX_STEPS} steps, got {len(raw_steps)}"
+        )
     steps: list[Step] = []
     for position, raw in enumerate(raw_steps, start=1):
         if not isinstance(raw, dict):
@@ -449,9 +489,9 @@ def _parse_match(raw: Any) -> Match:
         if not isinstance(raw["merchant_order_id"], str):
             raise _Problem(raw, "merchant_order_id", "'merchant_order_id' is a regex string")
         try:
-            pattern = re.compile(raw["merchant_order_id"])
-        except re.error as exc:
-            raise _Problem(raw, "merchant_order_id", f"invalid regex: {exc}") from exc
+            pattern = compile_pattern(raw["merchant_order_id"])
+        except ValueError as exc:
+            raise _Problem(raw, "merchant_order_id", str(exc)) from exc
     item_id = raw.get("item_id")
     if item_id is not None and (isinstance(item_id, bool) or not isinstance(item_id, int)):
         raise _Problem(raw, "item_id", "'item_id' must be an integer")
@@ -464,6 +504,34 @@ def _parse_match(raw: Any) -> Match:
             raise _Problem(raw, "quantity_min", "'quantity_min' must be a number")
         quantity_min = Decimal(str(quantity_min))
     return Match(pattern, item_id, product_type, quantity_min)
+
+
+def compile_pattern(pattern: str) -> Any:
+    """`pattern` compiled by RE2 (`RE2_OPTIONS`), or `ValueError` saying why not: RE2
+    syntax (github.com/google/re2/wiki/Syntax) has no backreferences or lookaround,
+    which are what make a pattern's time grow faster than its text."""
+    try:
+        return re2.compile(pattern, RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        reason = str(reason)
+        for found, words in _UNSUPPORTED:
+            if found.match(reason):
+                reason = f"{words} ({reason})"
+                break
+        raise ValueError(
+            f"invalid regex {pattern!r}: {reason}; patterns are RE2 syntax "
+            "(github.com/google/re2/wiki/Syntax)"
+        ) from None
+
+
+def _json_size(record: Any) -> int:
+    try:
+        return len(orjson.dumps(record))
+    except TypeError:  # an integer beyond 64 bits, or a value JSON cannot hold
+        return len(json.dumps(record, separators=(",", ":"), default=str).encode())
 
 
 def _parse_weight(record: dict[str, Any], value: Any) -> float:

@@ -3,24 +3,50 @@
 Request bodies are parsed strictly: UTF-8 only, no NaN/Infinity, at most 64 levels of
 nesting, floats kept exact as `Decimal` (so the price guard's "at most 2 decimals" is
 checked on what was sent, not on a rounded float). Responses are compact JSON.
+
+Every body costs the server in proportion to what it holds, and one event loop serves
+every sandbox, so a body is bounded before it is parsed (docs/hosting.md, "Inputs a
+tenant sends"): its bytes (the server's 1 MiB; `TOKEN_BODY_BYTES` on the token
+endpoint, whose body is one key, spec 4.1), its objects and arrays, and its nesting.
+It is parsed once, by orjson; the standard decoder reads it again only where orjson
+cannot give what was sent: fractions kept exact, integers beyond 64 bits.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from ..errors import ApiError, validation_error
-from ..sourcefile import ConfigError, parse_text
+from ..errors import ApiError, payload_too_large, validation_error
+from ..sourcefile import ConfigError, parse_sent
 
 MAX_DEPTH = 64
+#: The server's own bound on a body (`config.MAX_BODY_BYTES`): what aiohttp refuses
+#: past it never reaches a parser.
+BODY_BYTES = 1024 * 1024
+#: The token request is `{"api_key": "..."}` (spec 4.1): read before any credential is
+#: checked, so it is kept small.
+TOKEN_BODY_BYTES = 64 * 1024
+#: Objects and arrays in one body: parsing costs about 0.1 to 0.4 us each, so this
+#: keeps any body under ~20 ms; a 1 MiB catalog holds a few thousand.
+MAX_CONTAINERS = 50_000
+#: A YAML document costs 50 times what the same JSON does to read (libyaml builds a
+#: Python object per token and per node): 32 KiB is read in ~40 ms.
+YAML_BYTES = 32 * 1024
 #: What `bytes.strip()` removes: a body starting with none of these is not blank.
 _BLANK = frozenset(b" \t\n\r\x0b\x0c")
 _JSON_TYPES = ("application/json",)
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_ONE_BRACKET = bytes.maketrans(b"{}", b"[]")
+#: A number orjson cannot give as sent: a fraction or exponent (kept exact as
+#: `Decimal`), or 19 digits and more (beyond 64 bits orjson gives a float).
+_FRACTION = re.compile(rb"[.eE]")
+_LONG_INTEGER = re.compile(rb"\d{19}")
 
 
 def malformed_body(detail: str) -> ApiError:
@@ -34,70 +60,97 @@ def _reject_constant(name: str) -> Any:
 
 _EXACT = json.JSONDecoder(parse_float=Decimal, parse_constant=_reject_constant)
 _FLOATS = json.JSONDecoder(parse_constant=_reject_constant)
+#: The last body parsed and what came of it: a body routed by its content (the token
+#: endpoint's `api_key`) is read again by its handler, and is parsed once.
+_last: tuple[Any, ...] = (None, None, None)
 
 
-def parse_json(raw: bytes, *, exact: bool = True) -> Any:
-    """Parse a request body; any problem is a 400 `validation_error`. `exact` keeps
-    fractions as `Decimal` (money and quantities); configuration documents take floats,
-    as they do from a file."""
-    if exact:
-        data = _fast_parse(raw)
-        if data is not _SLOW:
-            return data
+def parse_json(raw: bytes, *, exact: bool = True, limit: int = BODY_BYTES) -> Any:
+    """Parse a request body; any problem is a 400 `validation_error` (413 past `limit`
+    bytes). `exact` keeps fractions as `Decimal` (money and quantities); configuration
+    documents take floats, as they do from a file."""
+    global _last
+    if len(raw) > limit:
+        raise payload_too_large(limit)
+    key = (exact, limit)
+    cached_raw, cached_key, outcome = _last
+    if cached_raw is raw and cached_key == key:
+        if isinstance(outcome, ApiError):
+            raise ApiError(outcome.status, outcome.code, outcome.detail, cause=outcome.cause)
+        return outcome
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise malformed_body("The request body is not valid UTF-8") from exc
+        outcome = _parse(raw, exact)
+    except ApiError as error:
+        _last = (raw, key, error)
+        raise
+    _last = (raw, key, outcome)
+    return outcome
+
+
+def _parse(raw: bytes, exact: bool) -> Any:
+    outside = _outside_strings(raw)
+    brackets = outside.translate(_ONE_BRACKET, _NOT_BRACKETS)
+    if brackets.count(b"[") > MAX_CONTAINERS:
+        raise malformed_body(
+            f"The body holds more than {MAX_CONTAINERS} objects and arrays; "
+            "send less at once (docs/hosting.md, 'Inputs a tenant sends')"
+        )
     try:
-        data = (_EXACT if exact else _FLOATS).decode(text)
-    except json.JSONDecodeError as exc:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if isinstance(exc.__cause__, UnicodeDecodeError) or "UTF-8" in exc.msg:
+            raise malformed_body("The request body is not valid UTF-8") from exc
         raise malformed_body(
             f"Malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
-    except (ValueError, RecursionError) as exc:
-        raise malformed_body(f"Malformed JSON: {exc}") from exc
-    _check_depth(data)
+    if len(brackets) > 2 * MAX_DEPTH and _deeper_than(brackets, MAX_DEPTH):
+        raise malformed_body(f"Malformed JSON: nested deeper than {MAX_DEPTH} levels")
+    if _LONG_INTEGER.search(outside) or (
+        exact and _FRACTION.search(outside.replace(b"true", b"").replace(b"false", b""))
+    ):
+        return _standard(raw, exact)
     return data
 
 
-_SLOW = object()
-_CONTAINERS = (dict, list)
-
-
-def _fast_parse(raw: bytes) -> Any:
-    """orjson's parse of a typical body (an object of strings, integers and small
-    objects), or `_SLOW` when the standard decoder must decide: anything orjson refuses
-    (so errors keep their messages), any fraction (kept exact as `Decimal` there), and
-    anything nested deeper than two levels. What it returns equals the slow path's."""
+def _standard(raw: bytes, exact: bool) -> Any:
+    """The standard decoder's reading of a body orjson has accepted (so it is valid
+    UTF-8 and JSON, within the bounds): fractions as `Decimal` when `exact`, and
+    integers of any size."""
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return _SLOW
-    if type(data) is dict:
-        for value in data.values():
-            kind = type(value)
-            if kind is float:
-                return _SLOW
-            if kind is dict or kind is list:
-                for inner in value.values() if kind is dict else value:
-                    if type(inner) is float or type(inner) in _CONTAINERS:
-                        return _SLOW
-        return data
-    return _SLOW if isinstance(data, float | dict | list) else data
+        return (_EXACT if exact else _FLOATS).decode(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of over 4300 digits
+        raise malformed_body(f"Malformed JSON: {exc}") from exc
 
 
-def _check_depth(data: Any) -> None:
-    """Refuse more than MAX_DEPTH nested objects/arrays (scalars are not a level)."""
-    stack = [(data, 1)] if isinstance(data, dict | list) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise malformed_body(f"Malformed JSON: nested deeper than {MAX_DEPTH} levels")
-        children = node.values() if isinstance(node, dict) else node
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+def _outside_strings(raw: bytes) -> bytes:
+    """The body with its strings taken out (for valid JSON; anything else gives some
+    bytes that orjson then refuses). Escaped backslashes go first, so that what is
+    left of `\\"` is an escaped quote, then those; the quotes left delimit strings."""
+    if b'"' not in raw:
+        return raw
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(raw.split(b'"')[::2])
 
 
-async def read_json(request: web.Request, *, required: bool = True, exact: bool = True) -> Any:
+def _deeper_than(brackets: bytes, depth: int) -> bool:
+    """Whether balanced brackets nest deeper than `depth`: each pass takes out the empty
+    pairs, the innermost level, so `depth` passes empty them exactly when they nest no
+    deeper (linear in the brackets for each level)."""
+    for _ in range(depth):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"")
+    return bool(brackets)
+
+
+async def read_json(
+    request: web.BaseRequest,
+    *,
+    required: bool = True,
+    exact: bool = True,
+    limit: int = BODY_BYTES,
+) -> Any:
     """The request's JSON body; an empty body is `{}` when not `required`."""
     content_type = request.content_type
     raw = await request.read()
@@ -107,10 +160,10 @@ async def read_json(request: web.Request, *, required: bool = True, exact: bool 
         return {}
     if request.headers.get("Content-Type") and not _is_json_type(content_type):
         raise malformed_body(f"Content-Type must be application/json, got {content_type}")
-    return parse_json(raw, exact=exact)
+    return parse_json(raw, exact=exact, limit=limit)
 
 
-async def read_object(request: web.Request, *, required: bool = True) -> dict[str, Any]:
+async def read_object(request: web.BaseRequest, *, required: bool = True) -> dict[str, Any]:
     body = await read_json(request, required=required)
     if not isinstance(body, dict):
         raise malformed_body("The request body must be a JSON object")
@@ -120,13 +173,22 @@ async def read_object(request: web.Request, *, required: bool = True) -> dict[st
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/plain")
 
 
-async def read_document(request: web.Request) -> Any:
+async def read_document(request: web.BaseRequest) -> Any:
     """A configuration document (catalog, accounts, scenarios) as JSON, or as YAML when
-    sent with a YAML or text content type; YAML mistakes name their line."""
+    sent with a YAML or text content type; YAML mistakes name their line. YAML is read
+    as a tenant's (`sourcefile.parse_sent`: no aliases) and within `YAML_BYTES`."""
     if request.content_type not in YAML_TYPES:
         return await read_json(request, exact=False)
+    raw = await request.read()
+    if len(raw) > YAML_BYTES:
+        raise ApiError(
+            413,
+            "payload_too_large",
+            f"A YAML document is at most {YAML_BYTES} bytes (32 KiB), this one is "
+            f"{len(raw)}: send it as JSON (up to {BODY_BYTES} bytes), or in parts",
+        )
     try:
-        return parse_text(await request.text(), "request body")
+        return parse_sent(raw.decode("utf-8"), "request body")
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
     except UnicodeDecodeError as exc:

@@ -14,7 +14,13 @@ from aiohttp import web
 
 from ..domain.accounts import Account
 from ..domain.sandbox import Sandbox
-from ..edge.jsonio import OrderRenderings, json_response, read_json, read_object
+from ..edge.jsonio import (
+    TOKEN_BODY_BYTES,
+    OrderRenderings,
+    json_response,
+    read_json,
+    read_object,
+)
 from ..errors import ApiError, TokenError
 
 PREFIXES = ("/api/v1", "/v1")
@@ -47,7 +53,7 @@ class MerchantApi:
         self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
     ) -> web.Response:
         try:
-            body = await read_json(request, required=False)
+            body = await read_json(request, required=False, limit=TOKEN_BODY_BYTES)
         except ApiError as error:  # this endpoint answers in its own {"error"} shape
             raise TokenError(error.status, error.detail) from error
         except web.HTTPRequestEntityTooLarge as error:

@@ -24,7 +24,7 @@ from aiohttp import web
 from ..domain.sandbox import Sandbox
 from ..domain.sandbox_ids import ID_PREFIX
 from ..domain.sandboxes import Entry, Sandboxes
-from ..edge.jsonio import parse_json
+from ..edge.jsonio import TOKEN_BODY_BYTES, parse_json
 from ..edge.paths import server_url
 from ..errors import ApiError, not_authenticated
 
@@ -125,7 +125,7 @@ async def _api_key_in_body(request: web.BaseRequest) -> str | None:
     if not request.body_exists:
         return None
     try:
-        body = parse_json(await request.read())
+        body = parse_json(await request.read(), limit=TOKEN_BODY_BYTES)
     except (ApiError, web.HTTPException):
         return None
     api_key = body.get("api_key") if isinstance(body, dict) else None
