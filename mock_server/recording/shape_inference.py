@@ -37,6 +37,10 @@ from .findings import PLACEHOLDER, same
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 _DECIMAL = re.compile(r"^-?\d+(\.(\d+))?$")
+#: An enum's value: a word, no spaces (texts such as `detail` are not enums).
+_ENUM = re.compile(r"^[A-Za-z0-9_.:/-]{1,64}$")
+#: The most values a `values` rule maps: more is data, not an enum.
+MAX_ENUM = 20
 #: Unix times a recording of this century holds, in seconds and in milliseconds.
 _UNIX_SECONDS = (10**9, 10**10)
 _UNIX_MILLISECONDS = (10**12, 10**13)
@@ -116,7 +120,7 @@ def _added(name: str, pairs: list[Pair], result: KindFindings) -> None:
     shown = len(pairs)
     if any(_redacted(v) for v in values):
         result.unexpressed.append(
-            f"{name}: production sends it ({shown} answers), redacted in the recording: "
+            f"{name}: production sends it ({_answers(shown)}), redacted in the recording: "
             "its values are not known, so none is guessed"
         )
         return
@@ -137,7 +141,7 @@ def _added(name: str, pairs: list[Pair], result: KindFindings) -> None:
         result.rules.append(Rule("add", name, f"{{int: [{min(values)}, {max(values)}]}}", shown))
     else:
         result.unexpressed.append(
-            f"{name}: production sends it ({shown} answers, e.g. {_short(values[0])}); no "
+            f"{name}: production sends it ({_answers(shown)}, e.g. {_short(values[0])}); no "
             "rule makes such values, so none is guessed"
         )
 
@@ -176,11 +180,17 @@ def _fact_is(source: str, mine: Any, recorded: Any) -> bool:
     The recorder's receiver URL is the delivery's URL, whatever the replay's receiver
     is: the recording's webhooks went there because the merchant set it."""
     if source == "delivery.url" and isinstance(recorded, str):
-        return _same(mine, recorded) or urlsplit(recorded).path.endswith(RECORDER_HOOK)
+        # A webhook's URL in production's answers is where the delivery goes: the
+        # recorder's receiver, or wherever the session pointed it.
+        return urlsplit(recorded).scheme in ("http", "https")
     return _same(mine, recorded)
 
 
 def _compared(kind: str, name: str, pairs: list[Pair], result: KindFindings) -> None:
+    # Null on one side is timing (a field set later, a retry not yet planned), not shape.
+    pairs = [p for p in pairs if p.recorded[name] is not None and p.sandbox[name] is not None]
+    if not pairs:
+        return
     shown = len(pairs)
     recorded = [p.recorded[name] for p in pairs]
     sandbox = [p.sandbox[name] for p in pairs]
@@ -188,14 +198,14 @@ def _compared(kind: str, name: str, pairs: list[Pair], result: KindFindings) -> 
         if _choices_as_ids(recorded, sandbox):
             result.rules.append(Rule("choice_fields", name, "id", shown))
         return
+    if kind == "order" and name == "webhook":
+        return  # the `order.webhook` kind's own pairs
     if all(same(r, s) for r, s in zip(recorded, sandbox, strict=True)):
         return  # a redacted placeholder (`<token:...>`) matches what it stands for
     if all(_shape(r) == _shape(s) for r, s in zip(recorded, sandbox, strict=True)) and (
         isinstance(recorded[0], dict | list) or any(_redacted(r) for r in recorded)
     ):
         return  # the same structure holding each side's own data
-    if all(r is None or s is None for r, s in zip(recorded, sandbox, strict=True)):
-        return  # null on one side: timing (a field set later), not shape
     if all(_looks_made(v) for v in recorded + sandbox):
         if {_form(v) for v in recorded} != {_form(v) for v in sandbox}:
             result.unexpressed.append(
@@ -207,6 +217,13 @@ def _compared(kind: str, name: str, pairs: list[Pair], result: KindFindings) -> 
     if conversion is not None:
         result.rules.append(Rule("as", name, conversion, shown))
         return
+    if all(isinstance(v, str) for v in recorded + sandbox) and not all(
+        map(_ENUM.match, recorded + sandbox)
+    ):
+        result.unexpressed.append(
+            f"{name}: production's texts differ ({_answers(shown)}); texts are not shapes"
+        )
+        return
     if all(isinstance(v, str) for v in recorded + sandbox):
         mapping: dict[str, str] = {}
         for mine, theirs in zip(sandbox, recorded, strict=True):
@@ -214,7 +231,7 @@ def _compared(kind: str, name: str, pairs: list[Pair], result: KindFindings) -> 
                 break
         else:
             changed = {k: v for k, v in mapping.items() if k != v}
-            if changed:
+            if changed and len(mapping) <= MAX_ENUM:
                 text = "{" + ", ".join(f"{_yaml(k)}: {_yaml(v)}" for k, v in changed.items()) + "}"
                 result.rules.append(Rule("values", name, text, shown))
                 return
@@ -223,12 +240,12 @@ def _compared(kind: str, name: str, pairs: list[Pair], result: KindFindings) -> 
         return
     if isinstance(recorded[0], dict | list) or isinstance(sandbox[0], dict | list):
         result.unexpressed.append(
-            f"{name}: its content differs ({shown} answers); rules reshape top-level fields "
+            f"{name}: its content differs ({_answers(shown)}); rules reshape top-level fields "
             "only, so none is guessed"
         )
         return
     result.unexpressed.append(
-        f"{name}: values differ ({shown} answers, e.g. production {_short(recorded[0])}, "
+        f"{name}: values differ ({_answers(shown)}, e.g. production {_short(recorded[0])}, "
         f"the sandbox {_short(sandbox[0])}) with no rule that maps one to the other"
     )
 
@@ -296,7 +313,8 @@ def render(found: dict[str, KindFindings], header: list[str]) -> str:
             if section == "drop":
                 for rule in rules:
                     lines.append(
-                        f"    # {rule.name}: production never sends it ({_shown(rule.shown)})"
+                        f"    # {rule.name}: production never sends it (the sandbox: "
+                        f"{_answers(rule.shown)})"
                     )
                     lines += _warning(rule, "    ")
                 names = ", ".join(_key(r.name) for r in rules)
@@ -308,6 +326,10 @@ def render(found: dict[str, KindFindings], header: list[str]) -> str:
                 lines += _warning(rule, "      ")
                 lines.append(f"      {_key(rule.name)}: {rule.text}")
     return "\n".join(lines) + "\n"
+
+
+def _answers(count: int) -> str:
+    return f"{count} answer{'s' if count != 1 else ''}"
 
 
 def _shown(count: int) -> str:
@@ -359,8 +381,8 @@ def _redacted(value: Any) -> bool:
 
 
 def _form(value: str) -> str:
-    """A made value's form: its digits and letters as 9 and a (`9999-99-99a99:99:99a`)."""
-    return re.sub(r"[a-zA-Z]", "a", re.sub(r"\d", "9", value))
+    """A made value's form: `uuid`, or a time's digits as 9 (`9999-99-99T99:99:99Z`)."""
+    return "uuid" if _UUID.match(value) else re.sub(r"\d", "9", value)
 
 
 def _looks_made(value: Any) -> bool:
