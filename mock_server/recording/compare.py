@@ -1,19 +1,22 @@
 """`mock-server compare FILE... [--scenarios PATH]... [--catalog PATH] [--tolerance F]
-[--json]`: what the sandbox would have done with a recorded session's traffic
-(docs/recording.md, "Compare").
+[--json] [--html PATH]`: what the sandbox would have done with a recorded session's
+traffic (docs/recording.md, "Compare").
 
 The files are read (`reading.read_recording`: the recorder's JSON Lines, gzipped or not,
 and HAR 1.2), replayed (`replay.run`) and reported: a summary, each outcome class with
 the scenarios that explain it (or "no scenario produces this"), the shape findings
 `{seq or order, pointer, kind, recorded, sandbox}`, and per unexplained class a
-timeline of the recording and the sandbox side by side.
+timeline of the recording and the sandbox side by side. `--html PATH` writes the same
+report, besides the usual output, as one self-contained page with each class's timeline
+drawn (`html_report`; docs/recording.md, "The HTML report").
 
 Several files are several sessions: each is replayed in a sandbox of its own, one after
 another (their clocks, tokens and ids never meet), and their orders are pooled into one
 set of outcome classes.
 
 Exit status: 0 when no shape differs and every class is explained; 1 otherwise; 2 for a
-file it cannot read (`file:line: reason` on stderr) or bad arguments.
+file it cannot read (`file:line: reason` on stderr), bad arguments, or an `--html` PATH it
+cannot write.
 """
 
 from __future__ import annotations
@@ -78,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
         "the observation before (at least 1 s); default 0.25",
     )
     parser.add_argument("--json", action="store_true", help="one JSON document, for CI")
+    parser.add_argument(
+        "--html",
+        metavar="PATH",
+        help="also write the report to PATH as one self-contained HTML page (no external "
+        "file or request), each class's timeline drawn; the usual output and the exit "
+        "status are unchanged",
+    )
     return parser
 
 
@@ -118,6 +128,14 @@ def main(argv: Sequence[str]) -> int:
         print(json.dumps(document, indent=2))
     else:
         print(report(outcome))
+    if args.html:
+        from .html_report import write_html  # it builds on this module: imported when asked
+
+        try:
+            write_html(args.html, outcome, document)
+        except OSError as exc:
+            print(f"{args.html}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+            return 2
     return document["exit"]
 
 
