@@ -10,14 +10,22 @@ injected wall clock; nothing here sleeps on wall time.
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
+import gc
+import socket
+import termios
 import time
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 
 from mock_server.app import create_app
+from mock_server.edge.server import PIECE_BYTES, WAITING_BYTES, Answers
 from tests.conftest import BASE_SETTINGS, Merchant, login
 
 ADMIN_TOKEN = "adm1n-hosted"
@@ -265,3 +273,151 @@ async def test_a_restored_sandbox_holding_the_default_key_does_not_take_it(hoste
     assert "ak_test_default" in entry.sandbox.state.account_by_key
     merchant = await login(client)
     assert not merchant.token.startswith("sbx-")
+
+
+# -- clients that never read ---------------------------------------------------------------
+
+#: Connections that ask for a large answer and never read it.
+NEVER_READ = 64
+#: Requests one more connection pipelines without reading (aiohttp takes them one at a
+#: time: the next is read only once the answer before it has left).
+PIPELINED = 16
+MIB = 1024 * 1024
+
+
+def rss_mib() -> float:
+    gc.collect()
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def unread_bytes(connection: socket.socket) -> int:
+    """What has arrived on a connection, left unread (FIONREAD)."""
+    return int.from_bytes(fcntl.ioctl(connection, termios.FIONREAD, b"\0" * 4), "little")
+
+
+async def until(predicate, timeout: float = 20.0) -> None:
+    """Wait for the server to get somewhere (not a sleep: it polls what it waits for)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the server did not get there"
+        await asyncio.sleep(0.01)
+
+
+async def big_catalog(client, sandbox: dict[str, Any]) -> int:
+    """The quota's 10000 items: a catalog answer of about 1.7 MB. Answers its size."""
+    items = [{"id": i, "name": "n", "product_type": "key", "price": 1} for i in range(1, 10001)]
+    base, control = sandbox["base"], sandbox["control"]
+    response = await client.put(base + "/_mock/catalog", json={"items": items}, headers=control)
+    assert response.status == 200, await response.text()
+    return len(await response.read())
+
+
+async def never_reading(client, path: str, headers: dict[str, str], times: int = 1):
+    """A raw connection on loopback that asks `times` (pipelined) and never reads."""
+    loop = asyncio.get_running_loop()
+    connection = socket.socket()
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    connection.setblocking(False)
+    await loop.sock_connect(connection, (client.host, client.port))
+    lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    request = f"GET {path} HTTP/1.1\r\nHost: sandbox\r\n{lines}\r\n".encode()
+    await loop.sock_sendall(connection, request * times)
+    return connection
+
+
+async def test_clients_that_never_read_hold_a_bounded_amount_of_memory(hosted):
+    client = await hosted(sandbox_rate=None)
+    attacker, neighbour = await tenant(client), await tenant(client)
+    size = await big_catalog(client, attacker)
+    assert size > 16 * PIECE_BYTES
+    await big_catalog(client, neighbour)
+    edge = client.app.edge
+    path = attacker["base"] + "/_mock/catalog"
+    before = rss_mib()
+    connections = [
+        await never_reading(client, path, attacker["control"]) for _ in range(NEVER_READ)
+    ]
+    connections.append(await never_reading(client, path, attacker["control"], PIPELINED))
+    try:
+        await until(lambda: all(unread_bytes(c) for c in connections))  # every one answered
+        grown = rss_mib() - before
+        # Unbounded, this held a whole answer a connection: 65 x 1.7 MB, about 110 MiB.
+        assert grown < WAITING_BYTES / MIB + 16, f"{grown:.1f} MiB for {NEVER_READ} answers"
+        assert edge.answers.held(attacker["id"]) <= WAITING_BYTES + size
+        # Meanwhile another tenant's large answer is written whole, and at once.
+        started = time.perf_counter()
+        response = await client.get(
+            neighbour["base"] + "/_mock/catalog", headers=neighbour["control"]
+        )
+        assert response.status == 200 and len(await response.read()) == size
+        assert time.perf_counter() - started < 5.0
+    finally:
+        for connection in connections:
+            connection.close()
+    # What the closed connections held is let go.
+    await until(lambda: edge.answers.held(attacker["id"]) == 0)
+    response = await client.get(path, headers=attacker["control"])
+    assert response.status == 200 and len(await response.read()) == size
+
+
+class StalledWriter:
+    """A connection whose client reads nothing: each piece handed to it waits until
+    `read` is set (what `StreamResponse.write` does while the buffer is full)."""
+
+    def __init__(self) -> None:
+        self.length: int | None = None
+        self.buffer_size = self.output_size = self.handed = 0
+        self.read = asyncio.Event()
+
+    def enable_chunking(self) -> None:
+        raise AssertionError("a large answer keeps its Content-Length")
+
+    async def write_headers(self, status_line: str, headers: Any) -> None:
+        pass
+
+    def send_headers(self) -> None:
+        pass
+
+    async def write(self, data: Any) -> None:
+        self.handed += len(data)
+        await self.read.wait()
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        pass
+
+    async def drain(self) -> None:
+        pass
+
+
+def _answer(size: int) -> web.Response:
+    return web.Response(body=b"x" * size, content_type="application/json")
+
+
+async def test_large_answers_wait_in_pieces_and_a_sandbox_holds_at_most_its_allowance():
+    answers = Answers(piece=1000, waiting=10_000)
+    stalled = [StalledWriter() for _ in range(4)]
+
+    def call(writer: StalledWriter, method: str = "GET") -> web.BaseRequest:
+        return make_mocked_request(method, "/_mock/catalog", writer=writer)
+
+    first = asyncio.create_task(answers.send(call(stalled[0]), _answer(6000), "sbx-a"))
+    await until(lambda: answers.held("sbx-a") == 6000)
+    assert stalled[0].handed == 1000  # one piece, not the whole answer, per connection
+    # A second read past the allowance is refused at once; its body is let go.
+    refused = await answers.send(call(stalled[1]), _answer(6000), "sbx-a")
+    assert refused.status == 429 and b"quota_exceeded" in refused.body
+    assert stalled[1].handed == 0
+    # Another sandbox has its own allowance; a change that was made is always answered.
+    other = asyncio.create_task(answers.send(call(stalled[2]), _answer(6000), "sbx-b"))
+    change = asyncio.create_task(answers.send(call(stalled[3], "PUT"), _answer(6000), "sbx-a"))
+    await until(lambda: answers.held("sbx-b") == 6000 and answers.held("sbx-a") == 12_000)
+    assert answers.full("sbx-a") and not answers.full("sbx-b")
+    for writer in stalled:
+        writer.read.set()
+    assert (await first).status == 200 and stalled[0].handed == 6000
+    await asyncio.gather(other, change)
+    assert answers.held("sbx-a") == answers.held("sbx-b") == 0
