@@ -341,22 +341,22 @@ async def test_expect_100_continue_is_answered_before_the_body_is_sent(served):
         (
             b"GET / HTTP/1.1\r\nHost : r\r\n\r\n",
             "HTTP/1.1 400 Bad Request",
-            "not a header field: 'Host : r'",
+            "Invalid header token",  # a space before the colon
         ),
         (
             b"GET / HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n",
             "HTTP/1.1 400 Bad Request",
-            "obs-fold",
+            "Unexpected whitespace after header value",  # obs-fold
         ),
         (
             b"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
             "HTTP/1.1 400 Bad Request",
-            "both Content-Length and Transfer-Encoding",
+            "Transfer-Encoding can't be present with Content-Length",
         ),
         (
             b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
             "HTTP/1.1 400 Bad Request",
-            "not a chunk size",
+            "Invalid character in chunk size",
         ),
         (
             b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
@@ -393,7 +393,7 @@ async def test_a_refusal_after_a_served_request_ends_the_connection(served):
     )
     first, _, refusal = data.partition(b"HTTP/1.1 400 Bad Request\r\n")
     assert first == b"HTTP/1.1 200 OK\r\nX-Echo: GET /fine\r\nContent-Length: 0\r\n\r\n"
-    assert b"header X-A holds a control character" in refusal
+    assert b"Invalid header value char" in refusal
     assert [r.target for r in served.handler.requests] == ["/fine"]
 
 

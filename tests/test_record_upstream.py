@@ -138,7 +138,7 @@ async def test_an_upstream_that_breaks_off_or_is_not_there_is_an_upstream_error(
         await upstream.request("GET", "/", [], b"")
     garbage = ScriptedServer(fixed(b"SMTP ready\r\n\r\n"))
     upstream = Upstream(await serve(garbage))
-    with pytest.raises(UpstreamError, match="not an HTTP/1 status line"):
+    with pytest.raises(UpstreamError, match="not an HTTP/1 answer"):
         await upstream.request("GET", "/", [], b"")
     nobody = Upstream("http://127.0.0.1:1")
     with pytest.raises(UpstreamError):

@@ -9,17 +9,18 @@ needs less than a web framework: no routing, no decoding, no default headers.
 
 What it does, per connection:
 
-* requests are read in turn (pipelined ones wait for the answer before them); a body
-  framed by `Content-Length` or chunked (`http1.dechunk`) is read whole before the
-  handler runs; `Expect: 100-continue` is answered `100 Continue` while the body is
-  awaited;
+* requests are read in turn by llhttp (`http1.RequestReader`; pipelined ones wait for
+  the answer before them); a body framed by `Content-Length` or chunked is read whole
+  before the handler runs; `Expect: 100-continue` is answered `100 Continue` while the
+  body is awaited;
 * the reply goes out with its own status, reason, headers and body; added are only a
   `Content-Length` when a reply that may have a body has none, and `Connection: close`
   (or `keep-alive` to an HTTP/1.0 client that asked for it);
 * the connection is kept alive for HTTP/1.1 unless either side says `close`, and closed
   after `KEEPALIVE` seconds in which nothing arrived while no request was served;
-* a request that cannot be read (`http1.Malformed`) is answered in the spec's error
-  envelope (section 2.6), code `malformed_request`, and the connection closed.
+* a request that cannot be read (`http1.Malformed`: 400, 413, 431, 501 or 505) is
+  answered in the spec's error envelope (section 2.6), code `malformed_request`, and
+  the connection closed.
 
 `close(grace)` stops listening, closes the idle connections, lets the requests in
 flight be answered (each connection then closes) for up to `grace` seconds, and
@@ -37,22 +38,20 @@ from typing import cast
 import orjson
 
 from .http1 import (
-    CHUNKED,
     Head,
     Malformed,
+    RequestReader,
     answer_bytes,
-    body_length,
-    dechunk,
     has_field,
     has_token,
-    head_end,
     may_have_body,
-    parse_head,
     phrase,
 )
 
 #: The longest request line and header block taken.
 HEAD_LIMIT = 1 << 16
+#: The longest request body taken, as sent.
+BODY_LIMIT = 1 << 24
 #: Bytes of pipelined requests buffered while one is served, before reading pauses.
 PIPELINE_LIMIT = 1 << 20
 #: Seconds an idle connection is kept open.
@@ -154,14 +153,13 @@ class Listener:
 class _Connection(asyncio.Protocol):
     def __init__(self, listener: Listener) -> None:
         self._listener = listener
-        self._buffer = bytearray()
+        self._reader = RequestReader(head_limit=HEAD_LIMIT, body_limit=BODY_LIMIT)
+        self._buffer = self._reader.buffer
         self._transport: asyncio.Transport | None = None
-        #: The request being read: its head, where its body starts, the body's framing.
-        self._head: Head | None = None
-        self._body_start = 0
-        self._length = 0
+        #: Whether the request being read was answered `100 Continue`.
         self._continued = False
-        self._arrived = 0.0
+        #: Whether llhttp would read on after the request being served.
+        self._keep_alive = True
         self._paused = False
         #: The task answering the current request, if one is.
         self.serving: asyncio.Task[None] | None = None
@@ -203,47 +201,32 @@ class _Connection(asyncio.Protocol):
         """Serve the next request once all of it is here."""
         if self._transport is None or self._transport.is_closing():
             return
+        reader = self._reader
         try:
-            request = self._next_request()
+            whole = reader.read()
         except Malformed as exc:
             self._refuse(exc)
             return
-        if request is not None:
-            self.serving = self._loop.create_task(self._serve(request))
+        except Exception as exc:  # noqa: BLE001 - a fault of the reader's: an answer still
+            self._listener.warn(f"record: a request not read: {type(exc).__name__}: {exc}")
+            self._refuse(Malformed("the request cannot be read"))
+            return
+        if not whole:
+            if reader.in_body:
+                self._continue(reader.head)
+            return
+        head = reader.head
+        assert head is not None
+        body = reader.body()
+        request = Request(head.method, head.target, head.minor, head.headers, body, reader.arrived)
+        self._keep_alive = reader.keep_alive
+        reader.next()
+        self._continued = False
+        self.serving = self._loop.create_task(self._serve(request))
 
-    def _next_request(self) -> Request | None:
-        buffer = self._buffer
-        if self._head is None:
-            while buffer.startswith(b"\r\n"):  # RFC 9112 section 2.2: empty lines first
-                del buffer[:2]
-            end = head_end(buffer, HEAD_LIMIT)
-            if end < 0:
-                return None
-            self._head = parse_head(bytes(buffer[:end]))
-            self._length = body_length(self._head.headers)
-            self._body_start = end + 4
-            self._continued = False
-            self._arrived = time.time()
-        head = self._head
-        if self._length == CHUNKED:
-            whole = dechunk(buffer, self._body_start)
-            if whole is None:
-                self._continue(head)
-                return None
-            body, end = whole
-        else:
-            end = self._body_start + self._length
-            if len(buffer) < end:
-                self._continue(head)
-                return None
-            body = bytes(buffer[self._body_start : end])
-        del buffer[:end]
-        self._head = None
-        return Request(head.method, head.target, head.minor, head.headers, body, self._arrived)
-
-    def _continue(self, head: Head) -> None:
+    def _continue(self, head: Head | None) -> None:
         """`100 Continue` to a client that waits for it before sending its body."""
-        if not self._continued and head.minor == 1:
+        if not self._continued and head is not None and head.minor == 1:
             self._continued = True
             if has_token(head.headers, "expect", "100-continue"):
                 self._transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # type: ignore[union-attr]
@@ -278,7 +261,7 @@ class _Connection(asyncio.Protocol):
                 request.headers, "transfer-encoding"
             )
         said_close = has_token(reply.headers, "connection", "close")
-        keep = keep and not said_close and not self._listener.stopping
+        keep = keep and self._keep_alive and not said_close and not self._listener.stopping
         transport = self._transport
         if transport is None or transport.is_closing():
             return False  # the client went: its exchange is recorded all the same

@@ -6,9 +6,10 @@ because a recorder passes every request of a merchant's traffic on and should co
 traffic little: aiohttp's client spent most of the recorder's time per exchange
 (bench/RECORD.md). It is a pass-through and nothing more: the request goes out with the
 method, target, headers (their order, case and repeats) and body it is given, framed by
-a `Content-Length`; the answer comes back as status, reason, header pairs and body
-bytes: a chunked body joined (its `Transfer-Encoding`, hop-by-hop, is the caller's to
-drop), no content coding undone (a gzip body stays gzip).
+a `Content-Length`; the answer, read by llhttp (`http1.AnswerReader`), comes back as
+status, reason, header pairs and body bytes: a chunked body joined (its
+`Transfer-Encoding`, hop-by-hop, is the caller's to drop), no content coding undone (a
+gzip body stays gzip).
 
 Each exchange has `timeout` seconds from its start to its answer's last byte, or raises
 `UpstreamTimeout`; one watcher task checks the exchanges in flight a few times a second
@@ -24,17 +25,10 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import cast
 
-from .http1 import Malformed, dechunk
+from .http1 import AnswerReader, Malformed
 
-#: The longest status line and header block an answer may have.
-_HEAD_LIMIT = 1 << 20
-#: Answers that never have a body (RFC 9110 section 6.4.1).
-_BODILESS = frozenset({204, 304})
 #: Methods a client may send again when a kept-alive connection broke before answering.
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
-#: A body framed by the connection's end.
-_TO_CLOSE = -2
-_CHUNKED = -1
 
 
 class UpstreamError(Exception):
@@ -172,11 +166,9 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self) -> None:
         self._transport: asyncio.Transport | None = None
-        self._buffer = bytearray()
         self._waiter: asyncio.Future[tuple[Answer, bool]] | None = None
-        self._method = ""
-        #: The answer's head, once read: (status, reason, headers, keep, length, start).
-        self._head: tuple[int, str, list[tuple[str, str]], bool, int, int] | None = None
+        #: The answer being read (a reader for each, as llhttp is not told the method).
+        self._reader = AnswerReader("GET")
         self._began = False
         #: The upstream closed its side, or the connection broke.
         self.ended = False
@@ -188,8 +180,8 @@ class _Connection(asyncio.Protocol):
     ) -> asyncio.Future[tuple[Answer, bool]]:
         assert self._transport is not None
         self._waiter = self._loop.create_future()
-        self._method, self.deadline = method, deadline
-        self._head, self._began = None, False
+        self.deadline = deadline
+        self._reader, self._began = AnswerReader(method), False
         if self.ended:
             self._waiter.set_exception(_Stale("the connection closed"))
         else:
@@ -215,7 +207,7 @@ class _Connection(asyncio.Protocol):
             self.ended = True  # bytes no request asked for: the connection is spoilt
             self.close()
             return
-        self._buffer += data
+        self._reader.buffer += data
         self._began = True
         self._advance(ended=False)
 
@@ -248,82 +240,17 @@ class _Connection(asyncio.Protocol):
     def _advance(self, *, ended: bool) -> None:
         waiter = self._waiter
         assert waiter is not None
+        reader = self._reader
         try:
-            answer = self._answer(ended)
-        except (ValueError, Malformed) as exc:
-            waiter.set_exception(UpstreamError(f"the answer broke off ({_why(exc)})"))
+            whole = reader.read() or (ended and reader.end())
+        except Malformed as exc:
+            waiter.set_exception(UpstreamError(f"the answer broke off ({exc.detail})"))
             self.close()
             return
-        if answer is not None:
-            waiter.set_result(answer)
-
-    def _answer(self, ended: bool) -> tuple[Answer, bool] | None:
-        buffer = self._buffer
-        if self._head is None:
-            head = self._read_head()
-            if head is None:
-                return None
-            self._head = head
-        status, reason, headers, keep, length, start = self._head
-        if length == _CHUNKED:
-            whole = dechunk(buffer, start)
-            if whole is None:
-                return None
-            body, end = whole
-        elif length == _TO_CLOSE:
-            if not ended:
-                return None
-            body, end = bytes(buffer[start:]), len(buffer)
-        else:
-            end = start + length
-            if len(buffer) < end:
-                return None
-            body = bytes(buffer[start:end])
-        del buffer[:end]
-        return Answer(status, reason, headers, body), keep and not buffer  # nothing more asked
-
-    def _read_head(self) -> tuple[int, str, list[tuple[str, str]], bool, int, int] | None:
-        buffer = self._buffer
-        while True:
-            end = buffer.find(b"\r\n\r\n")
-            if end < 0:
-                if len(buffer) > _HEAD_LIMIT:
-                    raise ValueError(f"an answer's head is over {_HEAD_LIMIT} bytes")
-                return None
-            status_line, _, rest = bytes(buffer[:end]).decode("latin-1").partition("\r\n")
-            version, _, after = status_line.partition(" ")
-            code, _, reason = after.partition(" ")
-            if not version.startswith("HTTP/1.") or not code.isdigit():
-                raise ValueError(f"not an HTTP/1 status line: {status_line[:80]!r}")
-            status = int(code)
-            if status >= 200 or status == 101:
-                break
-            del buffer[: end + 4]  # 1xx: an interim answer
-        headers = []
-        keep = version != "HTTP/1.0"
-        chunked = False
-        length = None
-        for line in rest.split("\r\n") if rest else ():
-            name, _, value = line.partition(":")
-            value = value.strip()
-            headers.append((name, value))
-            lowered = name.lower()
-            if lowered == "content-length":
-                length = value
-            elif lowered == "transfer-encoding":
-                chunked = "chunked" in value.lower()
-            elif lowered == "connection":
-                keep = keep and "close" not in value.lower()
-        start = end + 4
-        if self._method == "HEAD" or status in _BODILESS or status < 200:
-            return status, reason, headers, keep, 0, start
-        if chunked:
-            return status, reason, headers, keep, _CHUNKED, start
-        if length is not None:
-            if not length.isdigit():
-                raise ValueError(f"not a Content-Length: {length[:40]!r}")
-            return status, reason, headers, keep, int(length), start
-        return status, reason, headers, False, _TO_CLOSE, start
+        if whole:
+            answer = Answer(reader.status, reader.reason, reader.headers, reader.body())
+            # Bytes after the answer answer nothing that was asked: not kept.
+            waiter.set_result((answer, reader.keep_alive and not reader.buffer))
 
 
 def _why(exc: BaseException | None) -> str:
