@@ -62,6 +62,10 @@ class Settings:
     sandbox_max_faults: int | None = None
     sandbox_max_queue: int | None = None
     sandbox_max_tokens: int | None = None
+    sandbox_max_api_keys: int | None = None
+    sandbox_max_adjustments: int | None = None
+    sandbox_max_redeliveries: int | None = None
+    sandbox_max_streams: int | None = None
     #: `--state PATH`: keep every sandbox's state in this SQLite file (docs/state.md).
     state: str | None = None
     # HTTPS (the README's configuration table): either `tls="self-signed"` (CA written
@@ -231,6 +235,10 @@ SERVE_OPTIONS: tuple[Option, ...] = (
             ("faults", "injected faults pending"),
             ("queue", "scenario queue entries"),
             ("tokens", "unexpired access tokens"),
+            ("api_keys", "API keys"),
+            ("adjustments", "ledger adjustments"),
+            ("redeliveries", "manual webhook redeliveries"),
+            ("streams", "open event and listen streams"),
         )
     ),
     Option(

@@ -26,7 +26,7 @@ import itertools
 import logging
 import traceback
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +103,21 @@ class Scheduler:
             {"due": iso(job.due), "job": _label(job), "owner": job.owner}
             for job in heapq.nsmallest(limit, live)
         ]
+
+    def forget_owners(self, owners: Collection[str]) -> int:
+        """Forget every job of `owners` (accounts replaced: their orders and deliveries
+        are gone) and every cancelled one, and say how many went. A job waits in the
+        heap until it falls due, holding what it runs on: an order's step scripted
+        `after: 999999h` would otherwise keep a replaced account's order alive for good
+        (docs/hosting.md, "Quotas"). Linear in the jobs pending, as the replacement is."""
+        heap = self._heap
+        kept = [job for job in heap if not job.cancelled and job.owner not in owners]
+        dropped = len(heap) - len(kept)
+        if dropped:
+            heapq.heapify(kept)
+            heap[:] = kept  # in place: a running `_run_until` reads the same list
+            self._wakeup.set()
+        return dropped
 
     def reset(self, clock: Clock) -> None:
         """Forget every job and run on `clock` from now on; running I/O is cancelled."""

@@ -46,9 +46,7 @@ async def read_account(request: web.BaseRequest) -> web.Response:
 @routes.patch("/_mock/accounts/{account_id}")
 async def patch_account(request: web.BaseRequest) -> web.Response:
     body = await read_object(request)
-    sandbox = sandbox_of(request)
-    account_id = params_of(request)["account_id"]
-    account = admin.patch_account(sandbox.state, account_id, body, sandbox.policy)
+    account = sandbox_of(request).patch_account(params_of(request)["account_id"], body)
     return json_response(admin.account_view(account))
 
 
@@ -63,7 +61,7 @@ async def read_ledger(request: web.BaseRequest) -> web.Response:
 
 @routes.post("/_mock/accounts/{account_id}/api-keys")
 async def issue_api_key(request: web.BaseRequest) -> web.Response:
-    key = admin.issue_api_key(_state(request), params_of(request)["account_id"])
+    key = sandbox_of(request).issue_api_key(params_of(request)["account_id"])
     return json_response({"api_key": key, "account_id": params_of(request)["account_id"]}, 201)
 
 

@@ -33,6 +33,8 @@ routes = web.RouteTableDef()
 async def stream_events(request: web.BaseRequest) -> web.StreamResponse:
     sandbox = sandbox_of(request)
     hub = sandbox.events
+    # Past the sandbox's `streams` quota: 429 before anything opens (docs/hosting.md).
+    place = sandbox.streams.take(sandbox.quotas, lambda: gone(request), lambda: reader.end())
     reader = hub.subscribe()
     response = web.StreamResponse(
         headers={
@@ -62,4 +64,11 @@ async def stream_events(request: web.BaseRequest) -> web.StreamResponse:
         pass  # the reader went away
     finally:
         hub.unsubscribe(reader)
+        sandbox.streams.give_back(place)
     return response
+
+
+def gone(request: web.BaseRequest) -> bool:
+    """Whether a stream's client has hung up (its connection is closing)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()

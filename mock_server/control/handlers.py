@@ -138,6 +138,5 @@ async def list_webhooks(request: web.BaseRequest) -> web.Response:
 
 @routes.post("/_mock/webhooks/{delivery_id}/redeliver")
 async def redeliver_webhook(request: web.BaseRequest) -> web.Response:
-    delivery = sandbox_of(request).find_delivery(params_of(request)["delivery_id"])
-    await sandbox_of(request).webhooks.redeliver(delivery)
+    delivery = await sandbox_of(request).redeliver(params_of(request)["delivery_id"])
     return json_response(delivery.to_json())

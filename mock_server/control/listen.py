@@ -14,7 +14,7 @@ from ..edge.context import cors_of, sandbox_of
 from ..edge.jsonio import json_response, read_json
 from ..errors import not_found, validation_error
 from ..webhooks import ATTEMPT_TIMEOUT
-from .events import KEEP_ALIVE_SECONDS
+from .events import KEEP_ALIVE_SECONDS, gone
 
 REPORT_PATH = "/_mock/listen/reports"
 #: How often an idle stream looks whether its listener is still connected: one that went
@@ -28,12 +28,6 @@ routes = web.RouteTableDef()
 
 def _frame(name: str, data: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
-
-
-def _gone(request: web.BaseRequest) -> bool:
-    """Whether the listener's connection has closed (its end hung up)."""
-    transport = request.transport
-    return transport is None or transport.is_closing()
 
 
 @routes.get("/_mock/listen")
@@ -50,6 +44,9 @@ async def listen(request: web.BaseRequest) -> web.StreamResponse:
         if account is None:
             raise not_found(f"No account {account_id} in this sandbox")
     listeners = sandbox.listeners
+    # Past the sandbox's `streams` quota: 429 before anything opens (docs/hosting.md).
+    place = sandbox.streams.take(sandbox.quotas, lambda: gone(request), lambda: listener.close())
+    listener = listeners.connect(account.id)
     response = web.StreamResponse(
         headers={
             "Content-Type": "text/event-stream; charset=utf-8",
@@ -58,9 +55,8 @@ async def listen(request: web.BaseRequest) -> web.StreamResponse:
         }
     )
     cors_of(request).apply(request, response)
-    await response.prepare(request)
-    listener = listeners.connect(account.id)
     try:
+        await response.prepare(request)
         ready = {
             "listener_id": listener.listener_id,
             "account_id": account.id,
@@ -72,7 +68,7 @@ async def listen(request: web.BaseRequest) -> web.StreamResponse:
         }
         await response.write(_frame("ready", ready))
         quiet = 0.0
-        while not _gone(request):
+        while not gone(request):
             frame = await listener.next_frame(GONE_CHECK_SECONDS)
             if frame is not None:
                 await response.write(_frame(*frame))
@@ -88,6 +84,7 @@ async def listen(request: web.BaseRequest) -> web.StreamResponse:
         pass  # the listener went away
     finally:
         listeners.disconnect(listener)
+        sandbox.streams.give_back(place)
     return response
 
 

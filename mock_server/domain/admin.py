@@ -74,6 +74,7 @@ def create_account(state: State, body: dict[str, Any], policy: Policy) -> Accoun
     if not new_key:
         policy.check_keys(spec.api_keys)
     policy.quotas.check("accounts", len(state.accounts) + 1)
+    policy.quotas.check("api_keys", len(state.account_by_key) + len(spec.api_keys))
     if any(a.email == spec.email for a in state.accounts.values()):
         raise already_exists(f"An account with email {spec.email} exists")
     for key in () if new_key else spec.api_keys:
@@ -134,6 +135,7 @@ def replace_accounts(state: State, data: Any, policy: Policy) -> list[Account]:
         raise validation_error("; ".join(exc.problems)) from exc
     policy.check_keys(key for spec in specs for key in spec.api_keys)
     policy.quotas.check("accounts", len(specs))
+    policy.quotas.check("api_keys", sum(len(spec.api_keys) for spec in specs))
     _forget_account_activity(state)
     state.accounts.clear()
     state.account_by_key.clear()

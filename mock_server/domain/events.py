@@ -16,10 +16,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .quotas import Quotas
+
 Encoder = Callable[[Any], bytes]
 
 #: Frames a reader may have waiting before it is cut off with `overflow`.
 READER_BUFFER = 2000
+#: Frames published between two looks for what every reader has taken.
+TRIM_EVERY = 64
 _JOURNAL_FRAME = (
     b'event: journal\ndata: {"method":"%s","path":%s,"status":%d,"body":%s,"time":"%s"}\n\n'
 )
@@ -66,6 +70,11 @@ class Reader:
     def wake(self) -> None:
         self._wakeup.set()
 
+    def end(self) -> None:
+        """Finish this reader's stream: its client hung up."""
+        self.closed = True
+        self.wake()
+
 
 class EventHub:
     """One log of encoded frames shared by every reader, each at its own position: a
@@ -89,6 +98,7 @@ class EventHub:
         self._asleep: set[Reader] = set()
         self._log: list[bytes] = []
         self._first = 0  # the absolute index of `_log[0]`
+        self._trim_at = TRIM_EVERY  # the log's length at which `_trim` runs next
 
     @property
     def active(self) -> bool:
@@ -103,7 +113,8 @@ class EventHub:
     def unsubscribe(self, reader: Reader) -> None:
         self._readers.discard(reader)
         self._asleep.discard(reader)
-        self._trim()
+        if not self._readers:
+            self._trim()
 
     def frame(self, name: str, data: Any) -> bytes:
         return frame(self._encode, name, data)
@@ -140,6 +151,8 @@ class EventHub:
         log.append(encoded)
         if len(log) > self._limit:
             self._drop_laggards()
+        elif len(log) >= self._trim_at:
+            self._trim()
         if self._asleep:
             asleep, self._asleep = self._asleep, set()
             for reader in asleep:
@@ -172,19 +185,22 @@ class EventHub:
         start = reader.position - self._first
         batch = b"".join(self._log[start:])
         reader.position = self._first + len(self._log)
-        self._trim()
         return batch
 
     def _trim(self) -> None:
-        """Forget the frames every reader has taken."""
+        """Forget the frames every reader has taken. It looks at every reader, so it
+        runs only once `TRIM_EVERY` frames more are kept than after the last time (or
+        the last reader leaves), never on each reader's take: that made a publish cost
+        readers x readers (docs/hosting.md, "No tenant can stall the others")."""
         if not self._readers:
             self._first += len(self._log)
             self._log.clear()
-            return
-        slowest = min(reader.position for reader in self._readers)
-        if slowest > self._first:
-            del self._log[: slowest - self._first]
-            self._first = slowest
+        else:
+            slowest = min(reader.position for reader in self._readers)
+            if slowest > self._first:
+                del self._log[: slowest - self._first]
+                self._first = slowest
+        self._trim_at = len(self._log) + TRIM_EVERY
 
     def close(self) -> None:
         """End every stream (the sandbox is going away, or the server is)."""
@@ -194,3 +210,43 @@ class EventHub:
         self._readers.clear()
         self._asleep.clear()
         self._trim()
+
+
+class StreamPlace:
+    """One open stream's place under its sandbox's `streams` quota."""
+
+    __slots__ = ("gone", "end")
+
+    def __init__(self, gone: Callable[[], bool], end: Callable[[], None]) -> None:
+        self.gone = gone  # whether the client has hung up
+        self.end = end  # make the stream finish (it then gives its place back)
+
+
+class OpenStreams:
+    """A sandbox's open streams, `GET /_mock/events` and `GET /_mock/listen` together,
+    counted against its `streams` quota (docs/hosting.md, "Quotas"): every open stream
+    is woken by what the sandbox does, so thousands of them cost the server's CPU. A
+    stream past the quota is refused before it opens; one whose client hung up is let go
+    first, so a closed stream's place is free at once rather than at its next write."""
+
+    def __init__(self) -> None:
+        self._places: set[StreamPlace] = set()
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def take(
+        self, quotas: Quotas, gone: Callable[[], bool], end: Callable[[], None]
+    ) -> StreamPlace:
+        """A place for a new stream, or 429 `quota_exceeded`."""
+        if quotas.refusal("streams", len(self._places) + 1) is not None:
+            for place in [place for place in self._places if place.gone()]:
+                self._places.discard(place)
+                place.end()
+        quotas.check("streams", len(self._places) + 1)
+        place = StreamPlace(gone, end)
+        self._places.add(place)
+        return place
+
+    def give_back(self, place: StreamPlace) -> None:
+        self._places.discard(place)

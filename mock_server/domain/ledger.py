@@ -66,6 +66,9 @@ class _Book:
 class Ledger:
     def __init__(self) -> None:
         self._books: dict[str, _Book] = {}
+        #: Adjustments made, every account's together: what the `adjustments` quota
+        #: counts (docs/hosting.md, "Quotas"); charges and refunds follow orders.
+        self.adjustments = 0
 
     def charge(self, account: Account, cents: int, order_id: str, at: float) -> None:
         self._move(account, "charge", -cents, order_id, at)
@@ -76,6 +79,7 @@ class Ledger:
 
     def adjust(self, account: Account, new_balance: int, at: float) -> None:
         self._move(account, "adjustment", new_balance - account.balance, None, at)
+        self.adjustments += 1
 
     def entries(self, account_id: str) -> list[Entry]:
         book = self._books.get(account_id)
@@ -109,6 +113,7 @@ class Ledger:
             book = self._books[account_id] = _Book()
         for kind, amount, balance_after, order_id, at in rows:
             book.append(kind, amount, balance_after, order_id, at)
+            self.adjustments += kind == "adjustment"
 
     def conserved(self, account: Account) -> bool:
         """opening balance + adjustments - charges + refunds == balance."""

@@ -20,6 +20,9 @@ from ..errors import ApiError, not_found
 
 #: Decided attempts remembered, so that a late report is told so rather than "not found".
 _DECIDED_KEPT = 10_000
+#: A reported `error` is kept to this many characters: it is the tenant's text, and every
+#: attempt keeps its own (docs/hosting.md, "Sizing").
+MAX_REPORTED_ERROR = 1000
 #: The outcome of an attempt whose listener went away before it reported.
 GONE = "the listener disconnected before it reported"
 Outcome = tuple[int | None, str | None]  # (status code, error): exactly one is None
@@ -117,6 +120,8 @@ class Listeners:
                     "its timeout, or its listener disconnected): this report changes nothing"
                 )
             raise not_found(f"No attempt {attempt_id} is waiting for a report in this sandbox")
+        if error is not None and len(error) > MAX_REPORTED_ERROR:
+            error = error[: MAX_REPORTED_ERROR - 1] + "\u2026"
         waiting[1].set_result((status_code, error))
 
     def close(self) -> None:

@@ -1,4 +1,10 @@
-"""The plant demo operation (spec 4.6): `PUT /v3/plant` over ten seeded plants."""
+"""The plant demo operation (spec 4.6): `PUT /v3/plant` over ten seeded plants.
+
+No one is authenticated on it (spec 5.7 shows none), so what it keeps is bounded: ten
+plants, each with a name and category of at most `MAX_TEXT` characters and at most
+`MAX_TAGS` tags of at most `MAX_TEXT` characters (docs/fidelity.md, 4.6); a body past
+them is refused whole with 400 `validation_error`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,9 @@ from typing import Any
 from ..errors import ApiError, validation_error
 
 PLANT_STATUSES = ("available", "pending", "sold")
+#: Most tags a plant keeps, and most characters of a name, category or tag.
+MAX_TAGS = 100
+MAX_TEXT = 200
 _SEED = (
     ("Monstera", "tropical"),
     ("Fiddle-leaf fig", "tropical"),
@@ -63,11 +72,17 @@ class Plants:
             if body.get(key) is not None:
                 if not isinstance(body[key], str):
                     raise validation_error(f"{key} must be a string")
+                if len(body[key]) > MAX_TEXT:
+                    raise validation_error(f"{key} must be at most {MAX_TEXT} characters")
                 changes[key] = body[key]
         if body.get("tags") is not None:
             tags = body["tags"]
+            if isinstance(tags, list) and len(tags) > MAX_TAGS:
+                raise validation_error(f"tags must be at most {MAX_TAGS}, not {len(tags)}")
             if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
                 raise validation_error("tags must be an array of strings")
+            if any(len(tag) > MAX_TEXT for tag in tags):
+                raise validation_error(f"each tag must be at most {MAX_TEXT} characters")
             changes["tags"] = list(tags)
         if "status" in body:  # null is outside the enum too (docs/fidelity.md, 4.6)
             if body["status"] not in PLANT_STATUSES:

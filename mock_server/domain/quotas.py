@@ -1,9 +1,10 @@
 """What one sandbox may hold (docs/hosting.md, "Quotas"): orders, scenarios loaded at run
-time, accounts, catalog items, injected faults, scenario queue entries and unexpired
-access tokens. On a server many merchants share, a sandbox that grew without bound would
-take the memory every other sandbox lives in. A call past a quota is refused with 429
-`quota_exceeded` (the token endpoint's own `{"error"}` shape there, spec 4.1), before
-anything is made, charged or stored.
+time, accounts, catalog items, injected faults, scenario queue entries, unexpired
+access tokens, API keys, ledger adjustments, manual webhook redeliveries and open
+streams (`/_mock/events`, `/_mock/listen`). On a server many merchants share, a
+sandbox that grew without bound would take the memory every other sandbox lives in. A
+call past a quota is refused with 429 `quota_exceeded` (the token endpoint's own
+`{"error"}` shape there, spec 4.1), before anything is made, charged or stored.
 """
 
 from __future__ import annotations
@@ -49,6 +50,27 @@ _WHAT = {
         "(POST /_mock/clock/advance moves the clock); revoking its API key "
         "(DELETE /_mock/api-keys/{key}) or POST /_mock/reset drops tokens at once",
     ),
+    "api_keys": (
+        "API keys",
+        "--sandbox-max-api-keys",
+        "revoke keys you no longer use (DELETE /_mock/api-keys/{key}), replace the accounts "
+        "(PUT /_mock/accounts) or POST /_mock/reset",
+    ),
+    "adjustments": (
+        "ledger adjustments (balance changes through the control API)",
+        "--sandbox-max-adjustments",
+        "PUT /_mock/accounts (a fresh ledger) or POST /_mock/reset",
+    ),
+    "redeliveries": (
+        "manual webhook attempts (POST /_mock/webhooks/{id}/redeliver)",
+        "--sandbox-max-redeliveries",
+        "PUT /_mock/accounts (the deliveries go with the accounts) or POST /_mock/reset",
+    ),
+    "streams": (
+        "open streams (GET /_mock/events and GET /_mock/listen together)",
+        "--sandbox-max-streams",
+        "close a stream you no longer read: its place is free as soon as it ends",
+    ),
 }
 
 #: A created sandbox's quotas when the server sets none (the default sandbox has none).
@@ -60,6 +82,10 @@ CREATED_DEFAULTS = {
     "faults": 1000,
     "queue": 1000,
     "tokens": 10_000,
+    "api_keys": 1000,
+    "adjustments": 100_000,
+    "redeliveries": 10_000,
+    "streams": 20,
 }
 
 
@@ -74,6 +100,10 @@ class Quotas:
     faults: int | None = None
     queue: int | None = None
     tokens: int | None = None
+    api_keys: int | None = None
+    adjustments: int | None = None
+    redeliveries: int | None = None
+    streams: int | None = None
 
     def check(self, quota: str, count: int) -> None:
         """Refuse, with 429 `quota_exceeded`, what would make the sandbox hold `count`."""

@@ -29,7 +29,7 @@ from . import admin, selection, state_document
 from .accounts import Account
 from .coverage import Coverage
 from .deliveries import Delivery, Sender
-from .events import EventHub, encode_json
+from .events import EventHub, OpenStreams, encode_json
 from .faults import Faults
 from .journal import Journal
 from .lifecycle import Lifecycle
@@ -105,6 +105,8 @@ class Sandbox:
         self.webhooks: Sender | None = None
         #: `mock-server listen` processes connected, through which attempts go.
         self.listeners = Listeners()
+        #: Its open `/_mock/events` and `/_mock/listen` streams, under its quota.
+        self.streams = OpenStreams()
         self._runner: asyncio.Task[None] | None = None
 
     @property
@@ -388,10 +390,38 @@ class Sandbox:
     def replace_accounts(self, data: Any) -> list[Account]:
         """Every account replaced (see `admin.replace_accounts`); queue entries aimed at
         the replaced accounts go with them."""
+        replaced = set(self.state.accounts)
         accounts = admin.replace_accounts(self.state, data, self.policy)
         self.queue = [entry for entry in self.queue if entry.account_id is None]
+        # Their pending steps and webhook attempts go too, whenever they were due: a
+        # timer left in the scheduler would hold its order (docs/hosting.md, "Quotas").
+        self.scheduler.forget_owners(replaced)
+        self.state.manual_attempts = 0
         self.generation += 1  # orders and deliveries of the old accounts are gone
         return accounts
+
+    def patch_account(self, account_id: str, body: dict[str, Any]) -> Account:
+        """`admin.patch_account`; a new balance is a ledger adjustment, under its quota."""
+        admin.find_account(self.state, account_id)
+        if "balance" in body:
+            self.quotas.check("adjustments", self.state.ledger.adjustments + 1)
+        return admin.patch_account(self.state, account_id, body, self.policy)
+
+    def issue_api_key(self, account_id: str) -> str:
+        """`admin.issue_api_key`, under the `api_keys` quota."""
+        admin.find_account(self.state, account_id)
+        self.quotas.check("api_keys", len(self.state.account_by_key) + 1)
+        return admin.issue_api_key(self.state, account_id)
+
+    async def redeliver(self, delivery_id: str) -> Delivery:
+        """Send a delivery once more, now (`Sender.redeliver`): the attempt it keeps
+        counts against the `redeliveries` quota, taken before it is made."""
+        delivery = self.find_delivery(delivery_id)
+        state = self.state
+        self.quotas.check("redeliveries", state.manual_attempts + 1)
+        state.manual_attempts += 1
+        assert self.webhooks is not None, "the app wires a sender to every sandbox"
+        return await self.webhooks.redeliver(delivery)
 
     def load_scenarios(self, data: Any, source: str = "request body") -> list[Scenario]:
         """Add (or replace, by name) scenarios at run time; all or nothing."""
@@ -431,6 +461,9 @@ class Sandbox:
         quotas.check("faults", len(restored.faults))
         quotas.check("queue", len(restored.queue))
         quotas.check("tokens", restored.state.tokens.live_count(restored.state.clock.now()))
+        quotas.check("api_keys", len(restored.state.account_by_key))
+        quotas.check("adjustments", restored.state.ledger.adjustments)
+        quotas.check("redeliveries", _manual_attempts(restored.state))
         self.adopt(restored)
 
     def resume_saved(self, document: Any) -> None:
@@ -442,6 +475,7 @@ class Sandbox:
         """Swap a checked, fully built state in, and resume its pending work."""
         self.lifecycle.cancel_all()
         state = restored.state
+        state.manual_attempts = _manual_attempts(state)
         self.scheduler.reset(state.clock)
         self.seed = restored.seed
         self.state = state
@@ -595,6 +629,13 @@ class Sandbox:
         if delivery is None:
             raise not_found(f"Delivery {delivery_id} not found")
         return delivery
+
+
+def _manual_attempts(state: State) -> int:
+    """The manual attempts a (restored) state's deliveries hold."""
+    return sum(
+        attempt.manual for delivery in state.deliveries.values() for attempt in delivery.attempts
+    )
 
 
 def _candidate(request: OrderRequest) -> selection.Candidate:

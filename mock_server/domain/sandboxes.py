@@ -127,6 +127,7 @@ class Sandboxes:
         # which every created sandbox starts from, are the operator's choice.
         if body.get("accounts") is not None:
             self.quotas.check("accounts", len(startup.accounts))
+            self.quotas.check("api_keys", sum(len(a.api_keys) for a in startup.accounts))
         if body.get("catalog") is not None:
             self.quotas.check("catalog", len(startup.catalog))
         if body.get("scenarios") is not None:

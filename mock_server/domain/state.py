@@ -37,6 +37,9 @@ class State:
     plants: Plants = field(default_factory=Plants)
     deliveries: dict[str, Delivery] = field(default_factory=dict)
     deliveries_by_order: ByOrder = field(default_factory=ByOrder)
+    #: Manual attempts (`POST /_mock/webhooks/{id}/redeliver`) the deliveries hold: what
+    #: the `redeliveries` quota counts (docs/hosting.md, "Quotas").
+    manual_attempts: int = 0
 
     @classmethod
     def build(

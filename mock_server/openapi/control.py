@@ -170,7 +170,7 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 request_body=body(ref("AccountInput"), {"email": "ci@example.com", "balance": 100}),
                 errors={
                     "409": error("An account with that email, key or id exists.", "already_exists"),
-                    **quota_errors("--sandbox-max-accounts"),
+                    **quota_errors("--sandbox-max-accounts", "--sandbox-max-api-keys"),
                 },
             ),
             "put": control(
@@ -180,7 +180,7 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 ("200", "The new accounts.", ref("AccountList")),
                 description="Orders, deliveries, tokens and ledger entries of the old "
                 "accounts go with them; the catalog stays. JSON or YAML.",
-                errors=quota_errors("--sandbox-max-accounts"),
+                errors=quota_errors("--sandbox-max-accounts", "--sandbox-max-api-keys"),
                 request_body=body(
                     ref("AccountsDocument"),
                     {"accounts": [{"email": "shop@example.com", "api_key": "ak_shop_1"}]},
@@ -206,7 +206,7 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 "Nothing changes unless every field is valid.",
                 parameters=[ACCOUNT_ID],
                 request_body=body(ref("AccountPatch"), {"balance": 500}),
-                errors=not_found("account"),
+                errors={**not_found("account"), **quota_errors("--sandbox-max-adjustments")},
             ),
         },
         "/_mock/accounts/{account_id}/ledger": {
@@ -233,7 +233,7 @@ def _control_accounts() -> dict[str, dict[str, Any]]:
                 tag,
                 ("201", "The new key.", ref("IssuedApiKey")),
                 parameters=[ACCOUNT_ID],
-                errors=not_found("account"),
+                errors={**not_found("account"), **quota_errors("--sandbox-max-api-keys")},
             ),
         },
         "/_mock/api-keys/{key}": {
@@ -420,7 +420,7 @@ def _control_inspection() -> dict[str, dict[str, Any]]:
                 description="One extra attempt to the account's current URL and secret; "
                 "no retries of its own.",
                 parameters=[path_param("delivery_id", "Delivery id.")],
-                errors=not_found("delivery"),
+                errors={**not_found("delivery"), **quota_errors("--sandbox-max-redeliveries")},
             )
         },
         "/_mock/faults": {

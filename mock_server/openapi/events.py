@@ -6,7 +6,7 @@ from typing import Any
 
 from ..domain.events import READER_BUFFER
 from .control import bad_request, control, not_found
-from .schema_helpers import body, boolean, error, integer, obj, query_param, string
+from .schema_helpers import body, boolean, error, integer, obj, query_param, quota_errors, string
 
 EVENTS_DESCRIPTION = (
     'Server-Sent Events (`text/event-stream`). First `ready` (`{"now"}`), then, as they '
@@ -26,6 +26,7 @@ def event_paths() -> dict[str, dict[str, Any]]:
         "live events",
         ("200", "The stream; it stays open.", None),
         description=EVENTS_DESCRIPTION,
+        errors=quota_errors("--sandbox-max-streams"),
     )
     return {"/_mock/events": {"get": _streamed(operation)}}
 
@@ -57,7 +58,7 @@ def listen_paths() -> dict[str, dict[str, Any]]:
         ("200", "The stream; it stays open while the listener is connected.", None),
         description=LISTEN_DESCRIPTION,
         parameters=[query_param("account", "The account; the first one when absent.", string())],
-        errors=not_found("account"),
+        errors={**not_found("account"), **quota_errors("--sandbox-max-streams")},
     )
     report_input = {
         "oneOf": [

@@ -61,9 +61,9 @@ def sandbox_paths() -> dict[str, dict[str, Any]]:
                 errors={
                     "429": error(
                         "The server holds `--max-sandboxes` sandboxes already "
-                        "(`too_many_sandboxes`), or the body brings more accounts, catalog "
-                        "items or scenarios than a created sandbox's quotas allow "
-                        "(`quota_exceeded`).",
+                        "(`too_many_sandboxes`), or the body brings more accounts, API "
+                        "keys, catalog items or scenarios than a created sandbox's quotas "
+                        "allow (`quota_exceeded`).",
                         "too_many_sandboxes",
                         "quota_exceeded",
                     )

@@ -249,7 +249,8 @@ def merchant_errors(*, reads_body: bool, authenticated: bool = True) -> dict[str
 #: What a call past one of a sandbox's quotas answers (docs/hosting.md, "Quotas").
 QUOTA_EXCEEDED = (
     "The sandbox holds what its quota allows (`--sandbox-max-orders`, `-scenarios`, "
-    "`-accounts`, `-catalog`, `-faults`, `-queue`, `-tokens`; a created sandbox has them "
+    "`-accounts`, `-catalog`, `-faults`, `-queue`, `-tokens`, `-api-keys`, `-adjustments`, "
+    "`-redeliveries`; a created sandbox has them "
     "by default): the detail names the quota and how to free room. Nothing was made, "
     "charged or stored."
 )

@@ -412,20 +412,31 @@ def _lane_svg(lane: _Lane, top: float, x: Any, end: float) -> str:
         f'<rect x="{_LEFT}" y="{bar}" width="{_WIDTH - _LEFT - _RIGHT}" height="{_BAR}" '
         'fill="#f1f5f9"/>'
     ]
+    # A status held for a moment (entered and left at one instant) is drawn over its
+    # neighbours, a sliver 6 units wide, so that it is not hidden by the next one.
+    moments = []
     for status, begins, ends in lane.spans:
         left, right = x(begins), x(min(ends, end))
-        width = max(round(right - left, 1), 4)
+        width = round(right - left, 1)
         colour = status_colour(status)
         until = "the end" if ends == math.inf else f"{ends:g} s"
+        title = f"<title>{_e(status)}: from {begins:g} s to {until}</title>"
+        if width < 6:
+            moments.append(
+                f'<g class="span">{title}<rect x="{round(left - 3, 1)}" y="{bar - 2}" '
+                f'width="6" height="{_BAR + 4}" fill="{colour}" stroke="#fff"/></g>'
+            )
+            continue
         out.append(
-            f'<g class="span"><title>{_e(status)}: from {begins:g} s to {until}</title>'
-            f'<rect x="{left}" y="{bar}" width="{width}" height="{_BAR}" fill="{colour}"/>'
+            f'<g class="span">{title}<rect x="{left}" y="{bar}" width="{width}" '
+            f'height="{_BAR}" fill="{colour}"/>'
         )
         label = status if len(status) <= 40 else status[:39] + "…"
         if width > 7 * len(label) + 10:
             ink = "#0f172a" if colour in _DARK_TEXT else "#fff"
             out.append(f'<text x="{left + 5}" y="{bar + 15}" fill="{ink}">{_e(label)}</text>')
         out.append("</g>")
+    out += moments
     seen = "poll" if lane.name == "recording" else "read"
     for at_first, at_last, count, status in _runs(lane.polls):
         when = f"at {at_first:g} s" if count == 1 else f"{at_first:g}–{at_last:g} s"
