@@ -168,7 +168,19 @@ def code_of(raw: bytes) -> str:
         return ""
     if "code" in answer:
         return str(answer["code"])
-    return str(answer.get("error", ""))[:40] if "error" in answer else ""
+    return "error" if "error" in answer else ""
+
+
+def detail_of(raw: bytes) -> str:
+    """A refusal's detail, shortened for the table."""
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        return raw[:100].decode("utf-8", "replace")
+    if not isinstance(answer, dict):
+        return ""
+    detail = str(answer.get("detail", answer.get("error", "")))
+    return (detail[:140] + "...") if len(detail) > 140 else detail
 
 
 @dataclass
@@ -194,6 +206,7 @@ class Probe:
         self._idle = threading.Event()
         self._idle.set()
         self._waits: list[float] = []
+        self._done: list[float] = []
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
@@ -208,21 +221,23 @@ class Probe:
                     path = f"{tenant.base}/api/v1/account/balance"
                     tenant.conn.request("GET", path, None, tenant.bearer)
                 self._waits.append(time.perf_counter() - began)
+                self._done.append(time.perf_counter())
                 pause = PROBE_GAP - (time.perf_counter() - began)
                 if pause > 0:
                     time.sleep(pause)
             self._idle.set()
 
     def start(self) -> None:
-        self._waits = []
+        self._waits, self._done = [], []
         self._active.set()
 
-    def stop(self) -> tuple[int, float | None]:
-        """(probes sent, the longest wait in ms)."""
+    def stop(self, answered: float) -> tuple[int, float | None]:
+        """(probes answered by `answered`, a perf_counter time; the longest wait in ms)."""
         self._active.clear()
-        self._idle.wait(60)
+        self._idle.wait(3 * PROBE_GAP + 60)
         waits = self._waits
-        return len(waits), (max(waits) * 1000 if waits else None)
+        before = sum(1 for done in self._done if done <= answered)
+        return before, (max(waits) * 1000 if waits else None)
 
 
 # ---------------------------------------------------------------------------------------
@@ -258,6 +273,10 @@ class Bench:
     admin: str = field(default_factory=lambda: secrets.token_hex(16))
     phase: str = ""
     _killed: str = ""
+    #: The largest RSS the watchdog saw since the phase began (MiB), across restarts.
+    seen_mib: float = 0.0
+    #: The phases in which the watchdog killed the server.
+    kills: list[str] = field(default_factory=list)
 
     # -- the server ---------------------------------------------------------------------
 
@@ -300,8 +319,10 @@ class Bench:
         """Kill the server above --rss-cap: a hostile input must not take the machine."""
         while server.proc.poll() is None:
             rss = status_mib(server.proc.pid, "VmRSS")
+            self.seen_mib = max(self.seen_mib, rss)
             if rss > self.args.rss_cap:
                 self._killed = f"killed by the bench at {rss:.0f} MiB RSS (--rss-cap)"
+                self.kills.append(self.phase)
                 server.proc.kill()
                 return
             time.sleep(0.02)
@@ -389,15 +410,19 @@ class Bench:
         status, answer, raw, text = 0, {}, b"", ""
         try:
             status, answer, raw = tenant.conn.request(method, target, body, token, ctype, headers)
-            text = f"{status} {code_of(raw)}".strip()
+            text = f"{status} {code_of(raw) if status >= 400 else ''}".strip()
         except TimedOut:
             text = f"timed out ({self.args.timeout:g} s)"
         except (OSError, http.client.HTTPException) as exc:
             text = f"no answer: {type(exc).__name__}"
-        wall = (time.perf_counter() - began) * 1000
-        probes, other = self.probe.stop() if probe else (0, None)
-        cpu = (cpu_ns(self.pid) - before) / 1e6 - probes * self.probe_cpu_ms
+        answered = time.perf_counter()
+        spent = cpu_ns(self.pid) - before
+        wall = (answered - began) * 1000
+        probes, other = self.probe.stop(answered) if probe else (0, None)
+        cpu = spent / 1e6 - probes * self.probe_cpu_ms
         row = Row(self.phase, what, text, max(cpu, 0.0), wall, other)
+        if status >= 400:
+            row.note = detail_of(raw)
         if status == 0:
             row.note = self.recover(text)
         if record:
@@ -453,6 +478,7 @@ class Bench:
         print(f"-- {name}", file=sys.stderr)
         if self.server is not None and self.server.proc.poll() is None:
             reset_peak(self.pid)
+        self.seen_mib = 0.0
         try:
             yield
         except (RuntimeError, KeyError, ValueError, TimedOut, OSError) as exc:
@@ -464,7 +490,7 @@ class Bench:
         finally:
             if self.server is not None and self.server.proc.poll() is None:
                 rss = status_mib(self.pid, "VmRSS")
-                peak = status_mib(self.pid, "VmHWM")
+                peak = max(status_mib(self.pid, "VmHWM"), self.seen_mib)
                 self.rss.append((name, rss, peak))
                 last = [r for r in self.rows if r.phase == name][-3:]
                 for row in last:
@@ -548,15 +574,24 @@ def steps_scenario(name: str, steps: int) -> dict[str, Any]:
     }
 
 
-def big_scenario(name: str, budget: int) -> dict[str, Any]:
-    """One scenario of about `budget` bytes: half a `match` pattern of many alternatives,
-    a quarter description, a quarter steps."""
-    words = max(1, budget // 2 // 8)
-    pattern = "^(?:" + "|".join(f"w{index:06d}" for index in range(words)) + ")$"
-    steps = max(1, budget // 4 // 34)
-    doc = steps_scenario(name, steps)
-    doc["description"] = "d" * max(1, budget // 4)
-    doc["match"] = {"merchant_order_id": pattern}
+def pattern(size: int) -> str:
+    """A `match` pattern of about `size` characters: many alternatives."""
+    words = max(1, (size - 6) // 8)
+    return "^(?:" + "|".join(f"w{index:06d}" for index in range(words)) + ")$"
+
+
+def big_scenario(
+    name: str, steps: int, description: int, match: int, limit: int = BODY_LIMIT
+) -> dict[str, Any]:
+    """One scenario with each part at the size given, all scaled down alike until it
+    takes at most `limit` bytes as JSON."""
+    for _ in range(60):
+        doc = steps_scenario(name, max(1, steps))
+        doc["description"] = "d" * max(1, description)
+        doc["match"] = {"merchant_order_id": pattern(max(8, match))}
+        if len(json.dumps(doc, separators=(",", ":"))) <= limit:
+            return doc
+        steps, description, match = steps * 9 // 10, description * 9 // 10, match * 9 // 10
     return doc
 
 
@@ -564,18 +599,35 @@ def fits(body: Any) -> bool:
     return len(json.dumps(body, separators=(",", ":"))) <= BODY_LIMIT
 
 
-def largest(bench: Bench, what: str, start: int, send: Callable[[int], int]) -> int:
-    """The largest size from `start` down (a quarter each time) that `send(size)` gets
-    accepted (2xx), or 0: the sizes the server allows, found by asking it."""
-    size = start
+def largest(start: int, send: Callable[[int, bool], int], narrow: bool = True) -> int:
+    """The largest size up to `start` that the server accepts (2xx), or 0: the sizes it
+    allows, found by asking it. `send(size, record)` sends one and answers its status;
+    only the first try and the size found are recorded (sent again where `narrow` went on
+    past it, so that its row and the state it leaves are that size's)."""
+    size, refused = start, 0
     for _ in range(12):
-        status = send(size)
+        status = send(size, refused == 0)
         if 200 <= status < 300:
-            return size
+            break
         if status == 0 or size <= 1:
             return 0
-        size = max(1, size // 4)
-    return 0
+        refused, size = size, max(1, size // 4)
+    else:
+        return 0
+    if not (narrow and refused):
+        return size
+    accepted = size
+    for _ in range(8):
+        middle = (accepted + refused) // 2
+        if middle <= accepted:
+            break
+        status = send(middle, False)
+        if status == 0:
+            return 0
+        accepted, refused = (middle, refused) if 200 <= status < 300 else (accepted, middle)
+    if not 200 <= send(accepted, True) < 300:
+        return 0
+    return accepted
 
 
 # ---------------------------------------------------------------------------------------
@@ -707,7 +759,7 @@ def hold_unread(bench: Bench, request: str, count: int) -> None:
         held_rss = status_mib(bench.pid, "VmRSS")
         bench.probe.start()
         time.sleep(0.2)
-        _, other = bench.probe.stop()
+        _, other = bench.probe.stop(time.perf_counter())
         bench.rows.append(
             Row(
                 bench.phase,
@@ -737,17 +789,18 @@ def hold_unread(bench: Bench, request: str, count: int) -> None:
 
 
 def phase_key_order(bench: Bench) -> None:
-    def put(size: int) -> int:
+    def put(size: int, record: bool) -> int:
         return bench.call(
             f"PUT /_mock/catalog, a key item with max_quantity {size:,}",
             "PUT",
             "/_mock/catalog",
             catalog(1, max_quantity=size),
+            record=record,
         )[0]
 
-    allowed = largest(bench, "max_quantity", bench.args.key_quantity, put)
+    allowed = largest(bench.args.key_quantity, put)
 
-    def buy(size: int) -> int:
+    def buy(size: int, record: bool) -> int:
         return bench.call(
             f"POST /api/v1/orders, a key order of {size:,} units",
             "POST",
@@ -756,7 +809,8 @@ def phase_key_order(bench: Bench) -> None:
             merchant=True,
         )[0]
 
-    if allowed and largest(bench, "quantity", allowed, buy):
+    # Every try that is taken is an order: no narrowing, each try recorded.
+    if allowed and largest(allowed, buy, narrow=False):
         bench.call(
             "POST /_mock/clock/advance 10 s: the key order completes",
             "POST",
@@ -873,7 +927,7 @@ def phase_scenarios(bench: Bench) -> None:
             merchant=True,
         )
 
-    def steps(count: int) -> int:
+    def steps(count: int, record: bool) -> int:
         doc = steps_scenario("many_steps", count)
         while not fits(doc):
             count = count * 9 // 10
@@ -883,9 +937,10 @@ def phase_scenarios(bench: Bench) -> None:
             "POST",
             "/_mock/scenarios",
             doc,
+            record=record,
         )[0]
 
-    allowed = largest(bench, "steps", bench.args.steps, steps)
+    allowed = largest(bench.args.steps, steps)
     if allowed:
         bench.call(
             "POST /api/v1/orders with X-Mock-Scenario: many_steps",
@@ -903,23 +958,46 @@ def phase_scenarios(bench: Bench) -> None:
         )
         bench.call("GET /_mock/orders of it", "GET", "/_mock/orders")
 
-    def big(budget: int) -> int:
-        doc = big_scenario("big_0", budget)
-        kib = len(json.dumps(doc)) / 1024
-        return bench.call(
-            f"POST /_mock/scenarios, one of {kib:,.0f} KiB (pattern, steps)",
+    def part(what: str, make: Callable[[int], dict[str, Any]]) -> Callable[[int, bool], int]:
+        def send(size: int, record: bool) -> int:
+            return bench.call(
+                f"POST /_mock/scenarios, {what.format(size=size)}",
+                "POST",
+                "/_mock/scenarios",
+                make(size),
+                record=record,
+            )[0]
+
+        return send
+
+    description = largest(
+        BODY_LIMIT - 512,
+        part("a description of {size:,} characters", lambda n: big_scenario("long_text", 1, n, 8)),
+    )
+    match = largest(
+        BODY_LIMIT - 512,
+        part(
+            "a match pattern of {size:,} characters", lambda n: big_scenario("long_match", 1, 1, n)
+        ),
+    )
+    # All three parts at once, as large as one scenario may be.
+    whole = largest(
+        BODY_LIMIT,
+        part(
+            "one scenario of {size:,} bytes, every part at its largest",
+            lambda n: big_scenario("big", allowed, description, match, n),
+        ),
+    )
+    bench.fill(
+        f"POST /_mock/scenarios, a scenario of {whole:,} bytes each (scenario quota)",
+        bench.args.scenarios,
+        lambda i: (
             "POST",
             "/_mock/scenarios",
-            doc,
-        )[0]
-
-    budget = largest(bench, "scenario", bench.args.scenario_bytes, big)
-    if budget:
-        bench.fill(
-            f"POST /_mock/scenarios, {budget // 1024} KiB each (scenario quota)",
-            bench.args.scenarios,
-            lambda i: ("POST", "/_mock/scenarios", big_scenario(f"big_{i + 1}", budget), False),
-        )
+            big_scenario(f"big_{i}", allowed, description, match, whole),
+            False,
+        ),
+    )
     bench.call(
         "POST /api/v1/orders past every loaded match",
         "POST",
@@ -1000,9 +1078,10 @@ def phase_faults(bench: Bench) -> None:
             False,
         ),
     )
-    bench.call(
-        "GET /api/v1/account/balance past them all", "GET", "/api/v1/account/balance", merchant=True
-    )
+    for when in ("past them all", "again (their patterns compiled once)"):
+        bench.call(
+            f"GET /api/v1/account/balance {when}", "GET", "/api/v1/account/balance", merchant=True
+        )
     bench.call(
         "POST /api/v1/orders past them all", "POST", "/api/v1/orders", order("f"), merchant=True
     )
@@ -1197,8 +1276,8 @@ def render(bench: Bench, seconds: float) -> str:
         f"- **server**: `{command}`",
         f"- **sizes**: orders {args.orders:,} (docs/hosting.md advises 20,000 for a hosted "
         f"server; the created default is 100,000), tokens {args.tokens:,}, catalog "
-        f"{args.catalog:,}, accounts {args.accounts}, scenarios {args.scenarios} of up to "
-        f"{args.scenario_bytes // 1024:,} KiB, faults {args.faults:,}, queue {args.queue:,}, "
+        f"{args.catalog:,}, accounts {args.accounts}, scenarios {args.scenarios} (each "
+        f"as large as allowed), faults {args.faults:,}, queue {args.queue:,}, "
         f"API keys {args.api_keys:,}, ledger adjustments {args.adjustments:,}, redeliveries "
         f"{args.redeliveries:,}, event streams {args.streams}, clients never reading "
         f"{args.slow_readers}; per-request timeout {args.timeout:g} s",
@@ -1237,7 +1316,14 @@ def render(bench: Bench, seconds: float) -> str:
         f"tenant waited {fmt(dearest.other_ms)} ms",
         f"- **largest RSS of one sandbox**: {sandbox_peak:,.1f} MiB above the server with "
         f"both sandboxes empty (peak {bench.baseline_mib + sandbox_peak:,.1f} MiB, phase "
-        f"'{peak_phase}')",
+        f"'{peak_phase}')"
+        + (
+            f"; the server was killed at --rss-cap {args.rss_cap:g} MiB in: "
+            + ", ".join(bench.kills)
+            + " (without the cap it would have grown further)"
+            if bench.kills
+            else ""
+        ),
         f"- **over {BOUND_MS:g} ms of server CPU**: {len(over)} requests"
         + "".join(f"\n  - {row.what}: {row.cpu_ms:,.1f} ms ({row.status})" for row in over),
         f"- **timed out or unanswered**: {len(timed_out)}"
@@ -1259,7 +1345,7 @@ SIZES = {
     "tokens": (10_000, 100),
     "catalog": (10_000, 500),
     "accounts": (100, 10),
-    "scenarios": (100, 5),
+    "scenarios": (100, 30),
     "faults": (1000, 50),
     "queue": (1000, 50),
     "api_keys": (10_000, 100),
@@ -1269,7 +1355,6 @@ SIZES = {
     "event_orders": (1000, 20),
     "slow_readers": (50, 5),
     "steps": (30_000, 1000),
-    "scenario_bytes": (BODY_LIMIT - 4096, 64 * 1024),
     "key_quantity": (1_000_000, 1000),
     "random": (10**9, 10**5),
     "calibration": (500, 100),
@@ -1287,12 +1372,14 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
             help=f"default {full:,} ({quick:,} with --quick)",
         )
     parser.add_argument("--rate", type=float, default=1000, help="--sandbox-rate (default 1000)")
-    parser.add_argument("--timeout", type=float, default=30, help="seconds per request")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds per request (30; 10 with --quick)"
+    )
     parser.add_argument(
         "--recover",
         type=float,
-        default=120,
-        help="seconds to wait for a busy server before restarting it",
+        default=None,
+        help="seconds to wait for a busy server before restarting it (60; 15 with --quick)",
     )
     parser.add_argument(
         "--rss-cap", type=float, default=3072, help="MiB; the server is killed above"
@@ -1300,7 +1387,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated phases (default: all)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
-    for name, (full, quick) in SIZES.items():
+    for name, (full, quick) in SIZES.items() | {"timeout": (30, 10), "recover": (60, 15)}.items():
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
     return args
