@@ -16,6 +16,7 @@ and no `!!set` or `!!binary` values, which JSON cannot carry back (docs/hosting.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ import yaml
 #: How deep YAML mappings and lists may nest: as deep as a JSON body may
 #: (`edge.jsonio.MAX_DEPTH`), far more than any configuration file needs.
 MAX_DEPTH = 64
+#: Strings up to this length are interned as they are read.
+_INTERNED = 32
 #: libyaml where PyYAML has it (`yaml.__with_libyaml__`): it reads YAML ten times
 #: faster than the pure-Python parser, with the same marks.
 _BASE_LOADER: type[yaml.SafeLoader] = (
@@ -40,15 +43,27 @@ class ConfigError(Exception):
 
 
 class LineDict(dict):
-    line: int | None = None
-    key_lines: dict[str, int]
+    """A mapping read from YAML, with its line and its keys' lines. Slots, not a
+    `__dict__`: a sandbox keeps the scenario documents it was sent (docs/hosting.md,
+    "Sizing")."""
+
+    __slots__ = ("line", "key_lines")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.line: int | None = None
+        self.key_lines: dict[Any, int] = {}
 
     def line_of(self, key: str) -> int | None:
-        return getattr(self, "key_lines", {}).get(key, self.line)
+        return self.key_lines.get(key, self.line)
 
 
 class LineList(list):
-    line: int | None = None
+    __slots__ = ("line",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.line: int | None = None
 
 
 class _Refused(yaml.YAMLError):
@@ -71,13 +86,14 @@ class _LineLoader(_BASE_LOADER):  # type: ignore[valid-type, misc]
         self._enter(node)
         mapping = LineDict()
         mapping.line = node.start_mark.line + 1
-        mapping.key_lines = {}
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
             if key in mapping:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
                 )
+            if type(key) is str:
+                key = sys.intern(key)  # one string for every step's `status`
             mapping[key] = self.construct_object(value_node, deep=True)
             mapping.key_lines[key] = key_node.start_mark.line + 1
         self.depth -= 1
@@ -89,6 +105,12 @@ class _LineLoader(_BASE_LOADER):  # type: ignore[valid-type, misc]
         items.line = node.start_mark.line + 1
         self.depth -= 1
         return items
+
+    def construct_yaml_str(self, node: yaml.ScalarNode) -> str:
+        """Short strings are interned: a scenario's hundred steps share one
+        `processing`, one `1s` (docs/hosting.md, "Sizing")."""
+        value = self.construct_scalar(node)
+        return sys.intern(value) if len(value) <= _INTERNED else value
 
     def _enter(self, node: yaml.Node) -> None:
         self.depth += 1
@@ -130,6 +152,7 @@ _LineLoader.add_constructor(
 _LineLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _LineLoader.construct_sequence
 )
+_LineLoader.add_constructor("tag:yaml.org,2002:str", _LineLoader.construct_yaml_str)
 for _tag in ("tag:yaml.org,2002:set", "tag:yaml.org,2002:binary"):
     _SentLoader.add_constructor(_tag, _SentLoader.refuse_tag)
 

@@ -333,6 +333,8 @@ def _parse_steps(record: dict[str, Any]) -> tuple[Step, ...]:
             record, "steps", f"'steps' lists at most {MAX_STEPS} steps, got {len(raw_steps)}"
         )
     steps: list[Step] = []
+    #: Equal steps are one object: a scenario keeps 100 steps in the room of a few.
+    shared: dict[Step, Step] = {}
     for position, raw in enumerate(raw_steps, start=1):
         if not isinstance(raw, dict):
             raise _Problem(raw_steps, None, f"step {position} must be a mapping")
@@ -358,7 +360,7 @@ def _parse_steps(record: dict[str, Any]) -> tuple[Step, ...]:
                 # `need_client_code`"): the code's own move to processing is made
                 # explicit, so both forms play the same.
                 steps.append(Step(0.0, "processing"))
-        steps.append(step)
+        steps.append(shared.setdefault(step, step))
     if steps[-1].status == "need_client_code":
         raise _Problem(
             raw_steps[-1],
