@@ -48,16 +48,14 @@ class Edge:
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         response: web.StreamResponse
         sandbox_id, path = split_base(request.path)
-        # Whose large answers this call's answer counts with: the sandbox its base path
-        # names, or on the root paths the client's address.
-        waiting_key: Hashable = sandbox_id if sandbox_id is not None else ("peer", request.remote)
         if "Expect" in request.headers and (refused := _expect(request)) is not None:
             response = refused
         elif self.cors.is_preflight(request):
             response = self.cors.preflight()
         elif is_control(path):
-            if sandbox_id is not None and self.answers.full(sandbox_id):
-                response = self.answers.refusal(sandbox_id)  # before the call does anything
+            if self.answers.full(sandbox_id) and request.method not in READS:
+                # The answer to a change is always sent: refused before it is made.
+                response = self.answers.refusal(sandbox_id)
             else:
                 request[CORS] = self.cors  # an event stream marks its own answer
                 response = await self.control.call(request, sandbox_id, path)
@@ -65,7 +63,7 @@ class Edge:
             handler, order_id = self.merchant.match(request.method, path)
             response = await self.merchant_calls.call(request, handler, sandbox_id, path, order_id)
         self.cors.apply(request, response)
-        return await self.answers.send(request, response, waiting_key)
+        return await self.answers.send(request, response, sandbox_id)
 
 
 @dataclass(eq=False)
@@ -81,9 +79,9 @@ class Answers:
     While a large answer is being written its body is held, so each sandbox (on the
     root paths, each client address) may have at most `waiting` bytes of large answers
     waiting for their clients: past it, a read (which changes nothing) is answered 429
-    `quota_exceeded` instead, and so is any control call of a sandbox already at it,
-    before it runs. The answer to a change that was made is always sent, and one
-    answer is always let through, whatever its size.
+    `quota_exceeded` instead, and so is any other control call under the base path of a
+    sandbox already at it, before it runs. The answer to a change that was made is always
+    sent, and one answer is always let through, whatever its size.
     """
 
     piece: int = PIECE_BYTES
@@ -92,7 +90,8 @@ class Answers:
     _held: dict[Hashable, int] = field(default_factory=dict)
 
     def full(self, key: Hashable) -> bool:
-        return self._held.get(key, 0) >= self.waiting
+        """Whether `key` (a sandbox's id; None for none) has its allowance waiting."""
+        return key is not None and self._held.get(key, 0) >= self.waiting
 
     def held(self, key: Hashable) -> int:
         """Bytes of large answers being written for `key` now."""
@@ -109,10 +108,11 @@ class Answers:
         return json_response({"detail": detail, "code": "quota_exceeded"}, 429)
 
     async def send(
-        self, request: web.BaseRequest, response: web.StreamResponse, key: Hashable
+        self, request: web.BaseRequest, response: web.StreamResponse, sandbox_id: str | None
     ) -> web.StreamResponse:
         """`response` as it is when small (or already sent, or to a HEAD); else written
-        here in pieces, or refused when it is a read past the key's allowance."""
+        here in pieces, or refused when it is a read past the allowance of the sandbox
+        its base path names (`sandbox_id`; on the root paths, of the client's address)."""
         if (
             response.prepared
             or request.method == "HEAD"
@@ -121,6 +121,7 @@ class Answers:
             or len(body) <= self.piece
         ):
             return response
+        key: Hashable = sandbox_id if sandbox_id is not None else ("peer", request.remote)
         size, held = len(body), self._held.get(key, 0)
         if held and held + size > self.waiting and request.method in READS:
             return self.refusal(key)
