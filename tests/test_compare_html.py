@@ -163,12 +163,22 @@ def test_recorded_markup_is_shown_as_text(report: Report) -> None:
 
 
 def test_the_first_difference_is_where_the_judge_puts_it() -> None:
-    assert first_difference_at("processing at 4.5 s (poll): the sandbox shows x") == 4.5
-    assert first_difference_at("webhook 2 (completed) at 90.0 s: the sandbox made 1") == 90.0
-    assert first_difference_at("the sandbox refused the order: HTTP 409 out_of_stock") == 0.0
-    assert first_difference_at("charged 44.00, recorded 40.00") == 0.0
-    assert first_difference_at("ends failed, delivered none, refunded all; ...") is None
-    assert first_difference_at(None) is None
+    rows = [
+        {"at": 0.0, "recording": {"status": "pending", "source": "create"}, "sandbox": None},
+        {"at": 30.0, "recording": {"status": "failed", "source": "poll"}, "sandbox": None},
+        {"at": 31.0, "recording": None, "sandbox": {"status": "partial", "source": "entered"}},
+    ]
+    said = {
+        "processing at 4.5 s (poll): the sandbox shows completed then (...)": 4.5,
+        "webhook 2 (completed) at 90.0 s: the sandbox made 1 attempt(s)": 90.0,
+        "the sandbox made 1 more webhook attempt(s) than recorded, the first at 3.0 s": 3.0,
+        "ends failed, delivered none, refunded all; the sandbox: partial, ...": 30.0,
+        "the sandbox refused the order: HTTP 409 out_of_stock": 0.0,
+        "charged 44.00, recorded 40.00": 0.0,
+    }
+    for why_not, at in said.items():
+        assert first_difference_at(why_not, rows) == at, why_not
+    assert first_difference_at(None, rows) is None
 
 
 def test_an_html_path_it_cannot_write_is_exit_2(report: Report, tmp_path: Path) -> None:

@@ -184,7 +184,7 @@ def _class_section(
         parts.append("</p>")
     else:
         parts.append(f'<p class="none">{_e(NO_SCENARIO.capitalize())} ({played} played).</p>')
-    parts.append(_timeline(number, line, statuses))
+    parts.append(_timeline(number, line, explained, statuses))
     if entry["why_not"]:
         reasons = "".join(
             f"<li>not <code>{_e(name)}</code>: {_e(str(why))}</li>"
@@ -198,21 +198,30 @@ def _class_section(
     return "".join(parts)
 
 
-def _timeline(number: int, line: dict[str, Any], statuses: set[str]) -> str:
+def _timeline(number: int, line: dict[str, Any], explained: bool, statuses: set[str]) -> str:
     choice = line["sandbox_scenario"]
-    who = f"the sandbox under its own choice (<code>{_e(str(choice))}</code>)"
-    if choice is None:
-        who = "the sandbox (not played)"
+    who = "the sandbox under its own choice"
+    if choice is not None:
+        who += f" (<code>{_e(str(choice))}</code>)"
     differs = line["why_not"]
-    svg, shown = timeline_svg(f"timeline-{number}", line, first_difference_at(differs))
+    svg, shown = timeline_svg(
+        f"timeline-{number}", line, first_difference_at(differs, line["rows"])
+    )
     statuses |= shown
+    if not differs:
+        verdict = '<p class="same">The sandbox\'s own choice plays this order as recorded.</p>'
+    elif explained:  # by a scenario the sandbox does not choose by itself
+        verdict = (
+            '<p class="differs">The sandbox\'s own choice differs (the scenarios above '
+            f"explain the class): {_e(differs)}</p>"
+        )
+    else:
+        verdict = f'<p class="differs">First difference: {_e(differs)}</p>'
     parts = [
         f"<h4>Timeline of order <code>{_e(str(line['order']))}</code>: the recording and "
         f"{who}</h4>",
         f'<figure class="timeline">{svg}</figure>',
-        f'<p class="differs">First difference: {_e(differs)}</p>'
-        if differs
-        else '<p class="same">The sandbox\'s own choice plays this order as recorded.</p>',
+        verdict,
         "<details><summary>The timeline as a table</summary>",
         _timeline_table(line["rows"]),
         "</details>",
@@ -223,18 +232,18 @@ def _timeline(number: int, line: dict[str, Any], statuses: set[str]) -> str:
 _AT = re.compile(r" at (\d+(?:\.\d+)?) s\b")
 
 
-def first_difference_at(why_not: str | None) -> float | None:
+def first_difference_at(why_not: str | None, rows: list[dict[str, Any]]) -> float | None:
     """Where the judge's reason (`judge.judge`) puts the first difference: the time it
-    names ("processing at 4.5 s (poll): ..."), the creation for a refused order or
-    another charge; None when the play gives what was recorded, or for an ending
-    that differs (the reason then names no moment)."""
+    names ("processing at 4.5 s (poll): ..."); for another ending ("ends ..."), the
+    recording's last observation; else (a refusal, another charge) the creation. None
+    when the play gives what was recorded."""
     if not why_not:
         return None
     if found := _AT.search(why_not):
         return float(found[1])
-    if why_not.startswith(("the sandbox refused", "charged", "created", "the sandbox has")):
-        return 0.0
-    return None
+    if why_not.startswith("ends "):
+        return max((row["at"] for row in rows if row["recording"]), default=0.0)
+    return 0.0
 
 
 def _timeline_table(rows: list[dict[str, Any]]) -> str:
@@ -423,7 +432,7 @@ def _lane_svg(lane: _Lane, top: float, x: Any, end: float) -> str:
         title = f"<title>{_e(status)}: from {begins:g} s to {until}</title>"
         if width < 6:
             moments.append(
-                f'<g class="span">{title}<rect x="{round(left - 3, 1)}" y="{bar - 2}" '
+                f'<g class="span">{title}<rect x="{max(_LEFT, round(left - 3, 1))}" y="{bar - 2}" '
                 f'width="6" height="{_BAR + 4}" fill="{colour}" stroke="#fff"/></g>'
             )
             continue
