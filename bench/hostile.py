@@ -695,6 +695,8 @@ def phase_orders(bench: Bench) -> None:
         ("GET /_mock/jobs", "/_mock/jobs"),
     ):
         bench.call(f"{what} at the order quota", "GET", path)
+    for request in ("GET /_mock/orders", "GET /_mock/webhooks"):
+        hold_unread(bench, request, bench.args.slow_readers)
     bench.call("POST /_mock/reset (releases the orders)", "POST", "/_mock/reset", {})
     bench.login(bench.a)
 
@@ -734,7 +736,9 @@ def phase_catalog(bench: Bench) -> None:
 
 
 def hold_unread(bench: Bench, request: str, count: int) -> None:
-    """`count` clients send `request` under A's base path and never read the answer."""
+    """`count` clients send `request` under A's base path at once and never read the
+    answer: the CPU per request until the server is quiet, B's longest wait meanwhile,
+    the RSS while they are held and once they are gone."""
     method, path = request.split(" ", 1)
     a = bench.a
     assert bench.server is not None
@@ -742,50 +746,36 @@ def hold_unread(bench: Bench, request: str, count: int) -> None:
         f"{method} {a.base}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Authorization: Bearer {a.control}\r\n\r\n"
     ).encode()
-    before, rss_before = cpu_ns(bench.pid), status_mib(bench.pid, "VmRSS")
-    began = time.perf_counter()
+    rss_before = status_mib(bench.pid, "VmRSS")
     held = []
     try:
+        before = cpu_ns(bench.pid)
+        bench.probe.start()
+        began = time.perf_counter()
         for _ in range(count):
             sock = socket.socket()
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            sock.settimeout(bench.args.timeout)
             sock.connect((bench.server.host, bench.server.port))
             sock.sendall(raw)
             held.append(sock)
-        time.sleep(1)  # the server writes what it can, then holds the rest
-        wall = (time.perf_counter() - began) * 1000
-        cpu = (cpu_ns(bench.pid) - before) / 1e6 / max(1, count)
-        held_rss = status_mib(bench.pid, "VmRSS")
-        bench.probe.start()
-        time.sleep(0.2)
-        _, other = bench.probe.stop(time.perf_counter())
+        settle(bench)  # the server writes what it can, then holds the rest
+        ended = time.perf_counter()
+        spent = cpu_ns(bench.pid) - before
+        probes, other = bench.probe.stop(ended)
+        cpu = (spent / 1e6 - probes * bench.probe_cpu_ms) / max(1, count)
         bench.rows.append(
             Row(
                 bench.phase,
-                f"{request} by {count} clients that never read",
+                f"{request} by {count} clients at once that never read",
                 "held open",
                 cpu,
-                wall,
+                (ended - began) * 1000,
                 other,
-                f"CPU per request; RSS {rss_before:.1f} -> {held_rss:.1f} MiB",
+                "CPU per request; wall: until the server was quiet",
             )
         )
     finally:
-        for sock in held:
-            sock.close()
-    time.sleep(1)
-    bench.rows.append(
-        Row(
-            bench.phase,
-            f"... those {count} clients gone",
-            "closed",
-            None,
-            None,
-            None,
-            f"RSS {status_mib(bench.pid, 'VmRSS'):.1f} MiB",
-        )
-    )
+        close_all(bench, held, f"those {count} clients", rss_before)
 
 
 def phase_key_order(bench: Bench) -> None:
@@ -1121,45 +1111,71 @@ def phase_queue(bench: Bench) -> None:
     bench.login(bench.a)
 
 
-def phase_events(bench: Bench) -> None:
-    """Event streams held open and never read while A's orders make events."""
+def open_streams(bench: Bench, path: str, count: int) -> list[socket.socket]:
+    """`count` streams of `path` under A's base path, each read only as far as its status
+    line, then never again; one row: the statuses and the CPU per stream opened."""
     a = bench.a
     assert bench.server is not None
-    count = bench.args.streams
     raw = (
-        f"GET {a.base}/_mock/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"GET {a.base}{path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Authorization: Bearer {a.control}\r\n\r\n"
     ).encode()
-    rss_before = status_mib(bench.pid, "VmRSS")
     before = cpu_ns(bench.pid)
     streams, statuses = [], {}
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            sock.settimeout(5)
-            sock.connect((bench.server.host, bench.server.port))
-            sock.sendall(raw)
-            try:
-                head = sock.recv(12).decode("ascii", "replace")
-            except TimeoutError:
-                head = "HTTP/1.1 ??? "
-            code = head[9:12]
-            statuses[code] = statuses.get(code, 0) + 1
-            streams.append(sock)
-        cpu = (cpu_ns(bench.pid) - before) / 1e6 / max(1, count)
-        seen = ", ".join(f"{code} x{n}" for code, n in sorted(statuses.items()))
-        bench.rows.append(
-            Row(
-                bench.phase,
-                f"GET /_mock/events, {count} streams held, never read",
-                seen,
-                cpu,
-                None,
-                None,
-                "CPU per stream opened",
-            )
+    for _ in range(count):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(5)
+        sock.connect((bench.server.host, bench.server.port))
+        sock.sendall(raw)
+        try:
+            head = sock.recv(12).decode("ascii", "replace")
+        except TimeoutError:
+            head = "HTTP/1.1 ??? "
+        code = head[9:12]
+        statuses[code] = statuses.get(code, 0) + 1
+        streams.append(sock)
+    cpu = (cpu_ns(bench.pid) - before) / 1e6 / max(1, count)
+    seen = ", ".join(f"{code} x{n}" for code, n in sorted(statuses.items()))
+    bench.rows.append(
+        Row(
+            bench.phase,
+            f"GET {path}, {count} streams held, never read",
+            seen,
+            cpu,
+            None,
+            None,
+            "CPU per stream opened",
         )
+    )
+    return streams
+
+
+def close_all(bench: Bench, streams: list[socket.socket], what: str, rss_before: float) -> None:
+    held = status_mib(bench.pid, "VmRSS")
+    for sock in streams:
+        sock.close()
+    settle(bench)
+    after = status_mib(bench.pid, "VmRSS")
+    bench.rows.append(
+        Row(
+            bench.phase,
+            f"... {what} closed",
+            "closed",
+            None,
+            None,
+            None,
+            f"RSS {rss_before:.1f} before, {held:.1f} held, {after:.1f} MiB after",
+        )
+    )
+
+
+def phase_events(bench: Bench) -> None:
+    """Event streams held open and never read while A's orders make events."""
+    count = bench.args.streams
+    rss_before = status_mib(bench.pid, "VmRSS")
+    streams = open_streams(bench, "/_mock/events", count)
+    try:
         bench.fill(
             "POST /api/v1/orders with the streams open",
             bench.args.event_orders,
@@ -1171,25 +1187,42 @@ def phase_events(bench: Bench) -> None:
             "/_mock/clock/advance",
             {"seconds": 600},
         )
-        held = status_mib(bench.pid, "VmRSS")
     finally:
-        for sock in streams:
-            sock.close()
-    time.sleep(1)
-    bench.rows.append(
-        Row(
-            bench.phase,
-            f"... those {count} streams closed",
-            "closed",
-            None,
-            None,
-            None,
-            f"RSS {rss_before:.1f} -> {held:.1f} held -> "
-            f"{status_mib(bench.pid, 'VmRSS'):.1f} MiB after",
+        close_all(bench, streams, f"those {count} event streams", rss_before)
+    rss_before = status_mib(bench.pid, "VmRSS")
+    streams = open_streams(bench, f"/_mock/listen?account={bench.a.account_id}", count)
+    try:
+        bench.call(
+            "POST /api/v1/orders with the listeners open",
+            "POST",
+            "/api/v1/orders",
+            order("listened"),
+            merchant=True,
         )
-    )
+        bench.call(
+            "POST /_mock/clock/advance 10 s: its webhook waits on a listener that never reads",
+            "POST",
+            "/_mock/clock/advance",
+            {"seconds": 10},
+        )
+    finally:
+        close_all(bench, streams, f"those {count} listen streams", rss_before)
     bench.call("POST /_mock/reset", "POST", "/_mock/reset", {})
     bench.login(bench.a)
+
+
+def settle(bench: Bench, quiet_ms: float = 5.0) -> None:
+    """Wait (up to --timeout) until the server has used under `quiet_ms` of CPU in 0.2 s
+    (B's probes, when they run, take about 3): what it was still doing for requests
+    already answered or dropped is done."""
+    deadline = time.monotonic() + bench.args.timeout
+    last = cpu_ns(bench.pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = cpu_ns(bench.pid)
+        if (now - last) / 1e6 < quiet_ms:
+            return
+        last = now
 
 
 def phase_state(bench: Bench) -> None:
