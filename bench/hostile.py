@@ -1388,7 +1388,7 @@ SIZES = {
     "event_orders": (1000, 20),
     "slow_readers": (50, 5),
     "steps": (30_000, 1000),
-    "key_quantity": (1_000_000, 1000),
+    "key_quantity": (10_000_000, 1000),
     "random": (10**9, 10**5),
     "calibration": (500, 100),
 }
