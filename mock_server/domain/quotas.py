@@ -84,7 +84,7 @@ CREATED_DEFAULTS = {
     "tokens": 10_000,
     "api_keys": 1000,
     "adjustments": 100_000,
-    "redeliveries": 10_000,
+    "redeliveries": 1000,
     "streams": 20,
 }
 
