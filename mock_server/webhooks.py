@@ -3,7 +3,8 @@
 `sign` and `verify` are pure functions, shared by the sender and by merchants' own
 tests. `WebhookSender` turns a settled order into `Delivery` records and schedules
 their attempts on the sandbox's scheduler: the first at settlement (plus any scripted
-delay), retries 60 s of virtual time apart, at most 4 attempts. Only HTTP 200 is a
+delay), retries 60 s of virtual time apart, at most 4 attempts (a scenario's
+`webhook: {retry: [...]}` gives other gaps). Only HTTP 200 is a
 success; any other status, a connection error or no complete answer within 10 s of
 real time is a failure. One pooled client session serves every delivery.
 
@@ -83,7 +84,9 @@ class WebhookSender:
             order.set_webhook(None)
             return
         chaos = chaos or WebhookChaos()
-        copies = [self._new_delivery(order, copy) for copy in range(1 + chaos.duplicate)]
+        copies = [
+            self._new_delivery(order, copy, chaos.retry) for copy in range(1 + chaos.duplicate)
+        ]
         primary = copies[0]
         if chaos.drop:
             for delivery in copies:
@@ -120,9 +123,9 @@ class WebhookSender:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _new_delivery(self, order: Order, copy: int) -> Delivery:
+    def _new_delivery(self, order: Order, copy: int, retry: tuple[float, ...]) -> Delivery:
         state = self._sandbox.state
-        delivery = Delivery(state.randomness.uuid(), order, copy=copy)
+        delivery = Delivery(state.randomness.uuid(), order, copy=copy, retry=retry)
         state.deliveries[delivery.id] = delivery
         state.deliveries_by_order.add(delivery)
         return delivery

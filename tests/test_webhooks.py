@@ -292,6 +292,47 @@ async def test_scripted_delay_postpones_the_first_attempt(make_client, receiver,
     assert len(receiver.events) == 1
 
 
+@pytest.mark.parametrize(
+    ("retry", "gaps"), [("[3s, 3s, 3s]", [3, 3, 3]), ("[1s, 10s]", [1, 10]), ("[]", [])]
+)
+async def test_a_scenario_retry_schedule_sets_the_gaps_and_the_number_of_retries(
+    make_client, receiver, tmp_path, retry, gaps
+):
+    path = tmp_path / "quick.yaml"
+    path.write_text(
+        "name: quick_retries\nsteps:\n  - after: 1s\n    status: completed\n"
+        f"    webhook:\n      retry: {retry}\n"
+    )
+    merchant = await login(await make_client(webhook_url=receiver.url, scenarios=(str(path),)))
+    receiver.statuses = [500] * 10
+    order = await _settle(merchant, **{"X-Mock-Scenario": "quick_retries"})
+    await merchant.advance(1)
+    assert len(receiver.events) == 1
+    for number, gap in enumerate(gaps, start=2):
+        (delivery,) = await _deliveries(merchant, order["id"])
+        assert delivery["status"] == "retrying"
+        await merchant.advance(gap - 0.5)
+        assert len(receiver.events) == number - 1, "nothing before the gap"
+        await merchant.advance(0.5)
+        assert len(receiver.events) == number, f"retry {number - 1} after {gap} s"
+    await merchant.advance(3600)
+    assert len(receiver.events) == 1 + len(gaps), "as many retries as gaps, no more"
+    (delivery,) = await _deliveries(merchant, order["id"])
+    assert delivery["status"] == "failed" and delivery["next_attempt_at"] is None
+
+
+async def test_a_retry_schedule_of_more_than_three_gaps_is_refused(client):
+    refused = await client.post(
+        "/_mock/scenarios",
+        json={
+            "name": "too_many",
+            "steps": [{"after": "1s", "status": "completed", "webhook": {"retry": ["1s"] * 4}}],
+        },
+    )
+    assert refused.status == 400
+    assert "at most 3 durations" in (await refused.json())["detail"]
+
+
 # -- control -------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ import orjson
 import re2
 
 from ..sourcefile import ConfigError, parse_text, read_file, where
+from .deliveries import SPEC_RETRY
 from .statuses import STATUSES, TERMINAL
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -32,7 +33,8 @@ _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 _SCENARIO_KEYS = {"name", "description", "match", "steps", "pricing", "weight"}
 _STEP_KEYS = {"after", "status", "deliver", "error", "error_message", "expect_code", "webhook"}
 _MATCH_KEYS = {"merchant_order_id", "item_id", "product_type", "quantity_min"}
-_WEBHOOK_KEYS = {"duplicate", "delay", "drop"}
+_WEBHOOK_KEYS = {"duplicate", "delay", "drop", "retry"}
+MAX_RETRIES = len(SPEC_RETRY)
 #: The largest `weight`: weights are relative, and the bound keeps any sum of them finite.
 MAX_WEIGHT = 10**15
 #: Steps a scenario may list: each is played on the one event loop that serves every
@@ -73,6 +75,8 @@ class WebhookChaos:
     duplicate: int = 0
     delay: float = 0.0
     drop: bool = False
+    #: The gap before each retry after a non-200 answer; as many retries as gaps.
+    retry: tuple[float, ...] = SPEC_RETRY
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,7 +483,32 @@ def _parse_webhook(raw: Any) -> WebhookChaos:
     drop = raw.get("drop", False)
     if not isinstance(drop, bool):
         raise _Problem(raw, "drop", "'drop' must be true or false")
-    return WebhookChaos(duplicate, delay, drop)
+    return WebhookChaos(duplicate, delay, drop, _parse_retry(raw))
+
+
+def _parse_retry(raw: dict[str, Any]) -> tuple[float, ...]:
+    """`retry: [DURATION, ...]`: the gaps between attempts after a non-200, at most
+    `MAX_RETRIES` (an empty list: one attempt, no retry)."""
+    gaps = raw.get("retry")
+    if gaps is None:
+        return SPEC_RETRY
+    if not isinstance(gaps, list) or len(gaps) > MAX_RETRIES:
+        raise _Problem(
+            raw,
+            "retry",
+            f"'retry' is a list of at most {MAX_RETRIES} durations (the gaps between "
+            "attempts after a non-200), such as [3s, 3s, 3s]",
+        )
+    parsed = []
+    for gap in gaps:
+        try:
+            seconds = parse_duration(gap)
+        except ValueError as exc:
+            raise _Problem(raw, "retry", f"'retry': {exc}") from exc
+        if seconds <= 0:
+            raise _Problem(raw, "retry", f"'retry': a gap is more than 0 s, got {gap!r}")
+        parsed.append(seconds)
+    return tuple(parsed)
 
 
 def _parse_match(raw: Any) -> Match:

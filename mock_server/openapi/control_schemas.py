@@ -213,6 +213,12 @@ def _scenario_schemas() -> dict[str, Schema]:
                         "duplicate": integer(minimum=0, maximum=10),
                         "delay": duration,
                         "drop": boolean(),
+                        "retry": array(
+                            duration,
+                            maxItems=3,
+                            description="The gaps between attempts after a non-200; "
+                            "default the spec's 60 s, 60 s, 60 s.",
+                        ),
                     },
                     required=[],
                     description="Chaos for the terminal event.",
