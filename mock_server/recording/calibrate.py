@@ -28,6 +28,7 @@ from typing import Any
 
 from .calibrate_shapes import CalibrateError, calibrate_shapes
 from .reading import RecordingError, read_recordings
+from .retries import RetrySchedule, observed_retries
 from .traces import TERMINAL, OutcomeClass, Trace, classes, traces
 
 Kind = Callable[[Trace], Any]
@@ -111,10 +112,15 @@ def render(
             f"# Not calibrated: {outcome.name}, {len(outcome.traces)} orders never seen to "
             f"settle ({outcome.key.describe()}): a scenario ends in a terminal status."
         )
+    retries = observed_retries(t for scenario in calibrated for t in scenario.traces)
+    if retries is not None:
+        lines.append("# Production retried its webhooks after an answer other than 200:")
+        lines += [f"#   {line}" for line in retries.describe()]
+        lines.append("# Every scenario's terminal step follows that schedule (webhook: retry).")
     lines.append("scenarios:")
     unshown = _unshown_error(calibrated)
     for scenario in calibrated:
-        lines += _scenario(scenario, unshown)
+        lines += _scenario(scenario, unshown, retries)
     return "\n".join(lines) + "\n"
 
 
@@ -135,7 +141,11 @@ def _unshown_error(calibrated: list[Calibrated]) -> str:
     return max(sorted(counts), key=counts.__getitem__) if counts else UNSHOWN_ERROR
 
 
-def _scenario(scenario: Calibrated, unshown_error: str = UNSHOWN_ERROR) -> list[str]:
+def _scenario(
+    scenario: Calibrated,
+    unshown_error: str = UNSHOWN_ERROR,
+    retries: RetrySchedule | None = None,
+) -> list[str]:
     count = len(scenario.traces)
     lines = [
         f"  # {scenario.key_text}: {count} recorded order{'s' if count != 1 else ''}",
@@ -166,7 +176,7 @@ def _scenario(scenario: Calibrated, unshown_error: str = UNSHOWN_ERROR) -> list[
                 )
                 lines.append(f"        # which carry none): {unshown_error} stands in for it")
             error = key.error or (unshown_error if status == "failed" else "")
-            lines += _terminal(scenario.traces, error, key.duplicates, status)
+            lines += _terminal(scenario.traces, error, key.duplicates, status, retries)
         after_code = status == "need_client_code" or (after_code and status == "processing")
     return lines
 
@@ -182,7 +192,13 @@ def _samples(status: str, samples: list[float], after_code: bool) -> str:
     )
 
 
-def _terminal(members: list[Trace], error: str, duplicates: int, status: str) -> list[str]:
+def _terminal(
+    members: list[Trace],
+    error: str,
+    duplicates: int,
+    status: str,
+    retries: RetrySchedule | None = None,
+) -> list[str]:
     lines = []
     if status == "partial":
         shares = []
@@ -196,8 +212,11 @@ def _terminal(members: list[Trace], error: str, duplicates: int, status: str) ->
         lines.append(f'        deliver: "{min(99, max(1, share))}%"')
     if error:
         lines.append(f"        error: {json.dumps(error)}")
-    if duplicates:
-        lines.append(f"        webhook: {{duplicate: {duplicates}}}")
+    webhook = [f"duplicate: {duplicates}"] if duplicates else []
+    if retries is not None:
+        webhook.append(f"retry: [{', '.join(_duration(gap) for gap in retries.gaps)}]")
+    if webhook:
+        lines.append(f"        webhook: {{{', '.join(webhook)}}}")
     return lines
 
 
