@@ -34,7 +34,7 @@ says so). A watchdog kills the server above `--rss-cap` MiB, so that a hostile i
 cannot take the machine's memory.
 
 Writes bench/HOSTILE.md unless --no-write; `--quick` runs small quotas and payloads in
-a minute or two (a smoke test).
+under a minute (a smoke test); `--only "orders,catalog"` runs those phases alone.
 """
 
 from __future__ import annotations
