@@ -115,10 +115,22 @@ def test_the_public_test_mode_runs_as_written(tmp_path: Path):
         assert status == 429 and "--sandbox-max-faults" in refused["detail"]
         assert call(server, context, "DELETE", f"{base}/_mock/faults", headers=own)[0] == 200
         # The rate: 50 a second in bursts of 100, then 429 rate_limited (calls made
-        # back to back outrun the refill well before 400).
+        # back to back outrun the refill well before 400). Only the sandbox's own
+        # callers spend it: the calls carry its access token.
+        status, exchanged = call(
+            server,
+            context,
+            "POST",
+            f"{base}/api/v1/auth/token/client",
+            body={"api_key": "ak_m"},
+        )
+        assert status == 200, exchanged
+        bearer = {"Authorization": f"Bearer {exchanged['access_token']}"}
         answers = []
         for _ in range(400):
-            answers.append(call(server, context, "GET", f"{base}/api/v1/account/balance"))
+            answers.append(
+                call(server, context, "GET", f"{base}/api/v1/account/balance", headers=bearer)
+            )
             if answers[-1][0] == 429:
                 break
         assert len(answers) > 100 and answers[-1][1]["code"] == "rate_limited"
