@@ -469,7 +469,8 @@ def test_an_upgrade_is_read_past_and_one_with_a_body_refused():
 
 
 def answer(method: str, data: bytes, *, step: int = 0, ended: bool = False) -> AnswerReader:
-    read = AnswerReader(method)
+    read = AnswerReader()
+    read.expect(method)
     whole = False
     for start in range(0, len(data), step or len(data)):
         read.buffer += data[start : start + (step or len(data))]
@@ -523,6 +524,21 @@ def test_bodiless_answers_end_with_their_head(method, data):
     assert answer(method, data).body() == b""
 
 
+def test_one_reader_reads_the_answers_of_a_kept_alive_connection_in_turn():
+    read = AnswerReader()
+    for method, data, body in [
+        ("GET", b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na", b"a"),
+        ("HEAD", b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", b""),
+        ("GET", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nc\r\n0\r\n\r\n", b"c"),
+        ("GET", b"HTTP/1.1 204 No Content\r\n\r\n", b""),
+        ("POST", b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok", b"ok"),
+    ]:
+        read.expect(method)
+        read.buffer += data
+        assert read.read() and read.body() == body and read.keep_alive
+        assert read.buffer == b""
+
+
 @pytest.mark.parametrize(
     ("data", "detail"),
     [
@@ -534,7 +550,7 @@ def test_bodiless_answers_end_with_their_head(method, data):
     ],
 )
 def test_an_answer_that_cannot_be_read_is_refused(data, detail):
-    read = AnswerReader("GET")
+    read = AnswerReader()
     read.buffer += data
     with pytest.raises(Malformed) as caught:
         read.read()

@@ -44,6 +44,8 @@ TO_CLOSE = -2
 #: A method or a field name (RFC 9110 section 5.6.2).
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _DIGITS = re.compile(r"[0-9]{1,18}")
+#: The lengths of `Content-Length` and `Transfer-Encoding`: the names that frame a body.
+_FRAMING_SIZES = (14, 17)
 #: Empty lines before a message, which llhttp skips (RFC 9112 section 2.2).
 _BLANK = re.compile(rb"[\r\n]*")
 
@@ -148,6 +150,8 @@ class Reader:
         self.keep_alive = False
         self._phase = _IDLE
         self._parts: list[bytes] = []
+        #: The fields that may frame the body (`Content-Length`, `Transfer-Encoding`).
+        self._framing: list[tuple[str, str]] = []
         self._head_size = 0
         #: How much of `buffer` was searched for a head's end (or a line's) in vain.
         self._searched = 0
@@ -180,19 +184,21 @@ class Reader:
         buffer = self.buffer
         size = len(buffer)
         position = 0
+        feed = self._parser.feed_data
         try:
-            while position < size and self._phase != _WHOLE:
+            while position < size:
                 phase = self._phase
-                if phase <= _HEAD:
+                if phase == _LENGTH:
+                    stop = min(size, position + self._remaining)
+                    self._remaining -= stop - position
+                elif phase <= _HEAD:
                     if phase == _IDLE and buffer[position] in b"\r\n":
                         position = _BLANK.match(buffer, position).end()
                         continue
                     stop = self._head_piece(position, size)
                     if stop < 0:
                         break
-                elif phase == _LENGTH:
-                    stop = min(size, position + self._remaining)
-                    self._remaining -= stop - position
+                    self._head_size += stop - position
                 elif phase == _CHUNKS:
                     line = buffer.find(b"\r\n", position, size)
                     if line >= 0:
@@ -204,9 +210,23 @@ class Reader:
                     else:
                         break
                     self._data_came = False
+                elif phase == _WHOLE:
+                    break
                 else:
                     stop = size
-                position = self._feed(buffer[position:stop], position, phase)
+                try:
+                    feed(buffer[position:stop])
+                except httptools.HttpParserUpgrade as upgrade:
+                    # The message before it is whole; llhttp reads on after it (an
+                    # Upgrade the recorder does not take: the connection stays HTTP/1.1).
+                    stop = position + upgrade.args[0]
+                except httptools.HttpParserError as exc:
+                    if self._problem is not None or self._phase != _WHOLE:
+                        raise self._refused(exc, buffer[position:stop]) from None
+                    # Bytes after a whole message (a 101's) that llhttp does not read.
+                if phase == _CHUNKS:
+                    self._count(stop - position)
+                position = stop
         finally:
             if position:
                 del buffer[:position]
@@ -239,39 +259,25 @@ class Reader:
         self._searched = size
         return -1 if line < 0 else line + 1
 
-    def _feed(self, piece: bytearray, position: int, phase: int) -> int:
-        """Parse `piece`, which starts at `position` in `buffer`; where reading goes on."""
-        self._problem = None
-        try:
-            self._parser.feed_data(piece)
-        except httptools.HttpParserUpgrade as upgrade:
-            # The message before it is whole; llhttp reads on after it (an Upgrade the
-            # recorder does not take: the connection stays HTTP/1.1).
-            return position + upgrade.args[0]
-        except httptools.HttpParserError as exc:
-            if self._problem is not None:
-                raise self._problem from None
-            if isinstance(exc, httptools.HttpParserCallbackError) and exc.__context__:
-                raise exc.__context__ from None  # a fault of a callback's own
-            if self._phase == _WHOLE:
-                return position + len(piece)  # after its end (a 101's): not read on
-            raise self._refusal(str(exc), piece) from None
-        size = len(piece)
-        if phase <= _HEAD:
-            self._head_size += size
-        elif phase == _CHUNKS:
-            self._body_size += size
-            if self.body_limit and self._body_size > self.body_limit:
-                raise Malformed(f"the {self.kind}'s body is over {self.body_limit} bytes", 413)
-            if self._data_came:
-                self._quiet = 0
-            else:
-                self._quiet += size
-                if self._quiet > LINE_LIMIT + 4:  # with the CRLFs around a line
-                    raise Malformed(
-                        f"a chunk line or the trailer section is over {LINE_LIMIT} bytes"
-                    )
-        return position + size
+    def _count(self, size: int) -> None:
+        """Count `size` bytes of chunked body against the limits."""
+        self._body_size += size
+        if self.body_limit and self._body_size > self.body_limit:
+            raise Malformed(f"the {self.kind}'s body is over {self.body_limit} bytes", 413)
+        if self._data_came:
+            self._quiet = 0
+        else:
+            self._quiet += size
+            if self._quiet > LINE_LIMIT + 4:  # with the CRLFs around a line
+                raise Malformed(f"a chunk line or the trailer section is over {LINE_LIMIT} bytes")
+
+    def _refused(self, exc: httptools.HttpParserError, piece: bytearray) -> BaseException:
+        """What to raise for llhttp's refusal `exc` of `piece`."""
+        if self._problem is not None:
+            return self._problem
+        if isinstance(exc, httptools.HttpParserCallbackError) and exc.__context__:
+            return exc.__context__  # a fault of a callback's own
+        return self._refusal(str(exc), piece)
 
     def _refusal(self, reason: str, piece: bytearray) -> Malformed:
         return Malformed(reason)
@@ -288,12 +294,16 @@ class Reader:
             raise self._fail(Malformed("two messages in one piece"))
         self._phase = _HEAD
         self.headers = []
+        self._framing = []
         self._parts = []
         self._body_size = self._quiet = 0
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self._phase == _HEAD:  # not a trailer field: those are dropped
-            self.headers.append((name.decode("latin-1"), value.decode("latin-1").rstrip(" \t")))
+            field = (name.decode("latin-1"), value.decode("latin-1").rstrip(" \t"))
+            self.headers.append(field)
+            if len(name) in _FRAMING_SIZES:
+                self._framing.append(field)
 
     def on_body(self, body: bytes) -> None:
         self._parts.append(body)
@@ -340,7 +350,7 @@ class RequestReader(Reader):
         method = parser.get_method().decode("latin-1")
         try:
             target = request_target(self._url.decode("latin-1"))
-            length = body_length(self.headers)
+            length = body_length(self._framing)
         except Malformed as exc:
             raise self._fail(exc) from None
         if length and parser.should_upgrade():
@@ -369,20 +379,30 @@ class RequestReader(Reader):
 
 
 class AnswerReader(Reader):
-    """An upstream's answer to one request (`method`): `status`, `reason`, `headers`
-    and `body()` once `read()` is True, or `end()` at the connection's end. Interim
-    answers (1xx but 101) are read past."""
+    """The answers on one connection to the upstream, each to a request (`expect` its
+    method): `status`, `reason`, `headers` and `body()` once `read()` is True, or
+    `end()` at the connection's end. Interim answers (1xx but 101) are read past."""
 
     head_limit = 1 << 20
     kind = "answer"
 
-    def __init__(self, method: str) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.method = method
+        self.method = "GET"
         self.status = 0
         self.reason = ""
         self._interim = False
+        #: Whether llhttp saw the last answer end (not a HEAD's, which this reader ends).
+        self._clean = True
         self._parser = httptools.HttpResponseParser(self)
+
+    def expect(self, method: str) -> None:
+        """Read the answer to a request `method` next."""
+        self.method = method
+        if self._phase != _IDLE:
+            if not self._clean or self._phase != _WHOLE:
+                self._parser = httptools.HttpResponseParser(self)
+            self._phase = _IDLE
 
     def end(self) -> bool:
         """The connection ended: whether that makes the answer whole (a body framed by
@@ -394,6 +414,7 @@ class AnswerReader(Reader):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self.reason = ""
+        self._clean = False
 
     def on_status(self, reason: bytes) -> None:
         self.reason += reason.decode("latin-1")
@@ -414,7 +435,7 @@ class AnswerReader(Reader):
             self._remaining = 0
             return
         try:
-            length = body_length(self.headers, request=False)
+            length = body_length(self._framing, request=False)
         except Malformed as exc:
             raise self._fail(exc) from None
         if length == TO_CLOSE:
@@ -422,6 +443,7 @@ class AnswerReader(Reader):
         self._frame(length)
 
     def on_message_complete(self) -> None:
+        self._clean = True
         if self._interim:  # a 100 Continue, say: the answer follows
             self._interim = False
             self._phase = _IDLE

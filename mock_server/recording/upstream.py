@@ -167,8 +167,8 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self._transport: asyncio.Transport | None = None
         self._waiter: asyncio.Future[tuple[Answer, bool]] | None = None
-        #: The answer being read (a reader for each, as llhttp is not told the method).
-        self._reader = AnswerReader("GET")
+        #: The answers read, one for each request sent.
+        self._reader = AnswerReader()
         self._began = False
         #: The upstream closed its side, or the connection broke.
         self.ended = False
@@ -181,7 +181,8 @@ class _Connection(asyncio.Protocol):
         assert self._transport is not None
         self._waiter = self._loop.create_future()
         self.deadline = deadline
-        self._reader, self._began = AnswerReader(method), False
+        self._reader.expect(method)
+        self._began = False
         if self.ended:
             self._waiter.set_exception(_Stale("the connection closed"))
         else:
