@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import validation_error
@@ -34,9 +35,16 @@ class Fault:
     times: int | None
     latency_ms: int
     after_commit: bool
+    #: The path pattern compiled for this fault alone: `fnmatch`'s own cache, shared by
+    #: the process, keeps up to 32768 compiled patterns that a tenant adding and
+    #: clearing faults could fill (docs/hosting.md, "Sizing").
+    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.pattern = re.compile(fnmatch.translate(self.path))
 
     def matches(self, method: str, path: str) -> bool:
-        return self.method in ("*", method) and fnmatch.fnmatchcase(path, self.path)
+        return self.method in ("*", method) and self.pattern.match(path) is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
