@@ -19,6 +19,11 @@ from .catalog import Catalog, InputField, Item
 from .money import cents_from_major
 
 MAX_MERCHANT_ORDER_ID = 255
+#: The most units a key order may have, whatever its item's max_quantity: each unit is a
+#: code drawn, kept, shown on every read and sent in every webhook, so an order's cost
+#: grows with its units (docs/hosting.md, "What one request may cost"; spec 2.1 and 4.3
+#: set no number, docs/fidelity.md).
+MAX_KEY_UNITS = 1000
 #: Unicode category Cc, exactly: C0 controls, DEL and the C1 controls (NEL among them).
 _CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
 #: The `fields` of every key order: one shared, read-only empty mapping.
@@ -112,6 +117,11 @@ def _quantity(body: dict[str, Any], item: Item) -> Quantity:
     if quantity > item.max_quantity:
         raise validation_error(
             f"quantity {quantity} is above this item's max_quantity {item.max_quantity}"
+        )
+    if item.product_type == "key" and quantity > MAX_KEY_UNITS:
+        raise validation_error(
+            f"quantity {quantity} is above {MAX_KEY_UNITS}, the most units a key order may "
+            f"have in this sandbox: split it into orders of at most {MAX_KEY_UNITS}"
         )
     return quantity
 

@@ -26,14 +26,14 @@ from .catalog import parse_catalog
 from .deliveries import LISTENER, Attempt, Delivery
 from .document_reader import Reader, fixed_list
 from .faults import Faults
-from .order_request import NO_FIELDS
+from .order_request import MAX_KEY_UNITS, NO_FIELDS
 from .orders import PENDING_WEBHOOK, Order
 from .plants import PLANT_STATUSES, Plants
 from .randomness import MAX_DRAWN, MAX_SEED, Randomness
 from .scenarios import Scenario, builtin_scenarios, parse_scenarios
 from .startup import QueuedScenario, StartupState
 from .state import State
-from .statuses import STATUSES
+from .statuses import STATUSES, TERMINAL
 from .tokens import Grant
 
 if TYPE_CHECKING:
@@ -292,6 +292,7 @@ def restore(sandbox: Saved, document: Any) -> Restored:
         if read is None:  # something is off: read it slowly, to name what
             read = _read_order(Reader(data, f"state.orders[{index}]"), state, scenarios)
         order, due = read
+        _check_units(order, index)
         saved_webhooks.append((order, data.get("webhook"), index))
         state.orders[order.id] = order
         if order.merchant_order_id is not None:
@@ -323,6 +324,20 @@ def restore(sandbox: Saved, document: Any) -> Restored:
     built.coverage = doc.child("coverage").data
     built.state = state
     return built
+
+
+def _check_units(order: Order, index: int) -> None:
+    """A key order still to settle draws a code per unit when it settles: it may have no
+    more units than a new one (docs/hosting.md, "What one request may cost")."""
+    if (
+        order.product_type == "key"
+        and order.status not in TERMINAL
+        and order.quantity > MAX_KEY_UNITS
+    ):
+        raise validation_error(
+            f"state.orders[{index}].quantity: {order.quantity} is above {MAX_KEY_UNITS}, "
+            "the most units a key order still to settle may have"
+        )
 
 
 def _not_loaded(where: str, name: str) -> ApiError:

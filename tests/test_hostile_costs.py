@@ -1,0 +1,230 @@
+"""What one request may cost (docs/hosting.md, "What one request may cost"): on a server
+set up as docs/hosting.md says, a tenant holding only its own sandbox's control token
+and API key cannot make one call cost the server much more than its input, nor stall
+another tenant's call made meanwhile. Each test is an attack, written as it was tried.
+
+CPU is measured with `time.process_time()` around an in-process call (the client's
+share of an HTTP call included, so the bounds are generous beside the 50 ms the docs
+promise); a concurrent call of another tenant is bounded on the wall clock, well under
+what the attack once cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from mock_server.domain.randomness import Randomness
+from mock_server.domain.sandbox import Sandbox
+
+ADMIN_TOKEN = "adm1n"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+#: docs/hosting.md, "A public test mode" (the default quotas of a created sandbox).
+HOSTED = {"admin_token": ADMIN_TOKEN, "webhook_deny_private": True, "sandbox_rate": 1000.0}
+#: What a call may cost in these tests: the docs' 50 ms, with room for the client's
+#: share and a loaded machine.
+CPU_BOUND = 0.25
+#: How long another tenant's call may wait on a shared event loop meanwhile.
+WALL_BOUND = 2.0
+
+
+@dataclass
+class Tenant:
+    """One created sandbox, as its tenant holds it: its base path and credentials."""
+
+    client: Any
+    base: str
+    control: dict[str, str]
+    api_key: str
+    auth: dict[str, str]
+    sandbox: Sandbox  # the same sandbox in-process, for calls timed without HTTP
+
+    async def call(self, method: str, path: str, **options: Any) -> tuple[int, Any]:
+        headers = self.auth if path.startswith("/api/") else self.control
+        response = await self.client.request(method, self.base + path, headers=headers, **options)
+        return response.status, await response.json()
+
+
+async def tenant(client: Any) -> Tenant:
+    response = await client.post("/_mock/sandboxes", json={}, headers=ADMIN)
+    created = await response.json()
+    assert response.status == 201, created
+    base = urlparse(created["base_url"]).path
+    token = await client.post(
+        base + "/api/v1/auth/token/client", json={"api_key": created["api_key"]}
+    )
+    assert token.status == 200, await token.text()
+    auth = {"Authorization": f"Bearer {(await token.json())['access_token']}"}
+    sandbox = client.app.sandboxes.find(created["id"]).sandbox
+    control = {"Authorization": f"Bearer {created['control_token']}"}
+    return Tenant(client, base, control, created["api_key"], auth, sandbox)
+
+
+@pytest.fixture
+async def tenants(make_client) -> tuple[Tenant, Tenant]:
+    """Two tenants of one hosted server: an attacker and a bystander."""
+    client = await make_client(**HOSTED)
+    return await tenant(client), await tenant(client)
+
+
+def cpu(call: Any, *args: Any) -> tuple[float, Any]:
+    started = time.process_time()
+    result = call(*args)
+    return time.process_time() - started, result
+
+
+async def beside(attack: Any, bystander: Tenant) -> tuple[Any, float]:
+    """Run `attack` (a coroutine) while the bystander reads its balance: the attack's
+    result, and how long the bystander waited."""
+    task = asyncio.ensure_future(attack)
+    await asyncio.sleep(0)  # the attack is under way
+    started = time.perf_counter()
+    status, _ = await bystander.call("GET", "/api/v1/account/balance")
+    waited = time.perf_counter() - started
+    assert status == 200
+    return await task, waited
+
+
+# -- a state document's random counts --------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [5 * 10**7, 10**9, 2**53 - 1])
+async def test_a_state_documents_random_counts_restore_at_once(tenants, count):
+    attacker, bystander = tenants
+    status, document = await attacker.call("GET", "/_mock/state")
+    assert status == 200
+    document["random"] = {"ids": count, "tokens": count, "codes": count, "weights": count}
+    spent, _ = cpu(attacker.sandbox.load_state, document)
+    assert spent < CPU_BOUND
+    started = time.process_time()
+    (status, body), waited = await beside(
+        attacker.call("PUT", "/_mock/state", json=document), bystander
+    )
+    assert status == 200, body
+    assert time.process_time() - started < CPU_BOUND
+    assert waited < WALL_BOUND
+    status, after = await attacker.call("GET", "/_mock/state")
+    assert after["random"] == document["random"]
+
+
+def test_a_restored_position_continues_the_sequence_it_was_saved_at():
+    """Restoring is not replaying, but it draws what replaying would have: past the
+    first stretch of each stream (where positions are kept by seeding) too."""
+    drawn = Randomness(7)
+    for _ in range(70_001):
+        drawn.uuid()
+    drawn.codes(140_003)
+    for _ in range(65_537):
+        drawn.token()
+    for _ in range(3):
+        drawn.next_weight_draw()
+        drawn.weight_drawn()
+    drawn.next_weight_draw()  # looked at, not used: not counted
+    restored = Randomness(7)
+    restored.skip(**drawn.drawn)
+    assert (
+        restored.drawn
+        == drawn.drawn
+        == {
+            "ids": 70_001,
+            "tokens": 65_537,
+            "codes": 140_003,
+            "weights": 3,
+        }
+    )
+    assert restored.uuid() == drawn.uuid()
+    assert restored.codes(5) == drawn.codes(5)
+    assert restored.token() == drawn.token()
+    assert restored.next_weight_draw() == drawn.next_weight_draw()
+
+
+def test_the_first_draws_of_every_stream_are_what_they_always_were():
+    """Saved states and pinned examples of earlier versions stay valid: a stream's first
+    stretch is the seed's `random.Random` as before."""
+    import random
+
+    fresh = Randomness(42)
+    ids = random.Random("42:ids")
+    for _ in range(3):
+        bits = ids.getrandbits(128)
+        assert fresh.uuid().replace("-", "")[:8] == f"{bits:032x}"[:8]
+
+
+# -- a key order's units ---------------------------------------------------------------
+
+HUGE_KEY = {
+    "id": 9001,
+    "name": "Free keys",
+    "product_type": "key",
+    "price": 0,
+    "max_quantity": 10**15,
+}
+
+
+async def test_a_key_order_of_ten_million_units_is_refused_at_creation(tenants):
+    attacker, bystander = tenants
+    status, body = await attacker.call("PUT", "/_mock/catalog", json=[HUGE_KEY])
+    assert status == 200, body
+    started = time.process_time()
+    status, body = await attacker.call(
+        "POST", "/api/v1/orders", json={"item_id": 9001, "quantity": 10**7}
+    )
+    assert status == 400, body
+    assert body["code"] == "validation_error" and "1000" in body["detail"]
+    (status, body), waited = await beside(
+        attacker.call("POST", "/_mock/clock/advance", json={"seconds": 60}), bystander
+    )
+    assert status == 200, body
+    assert time.process_time() - started < CPU_BOUND
+    assert waited < WALL_BOUND
+    status, listed = await attacker.call("GET", "/_mock/orders")
+    assert listed["orders"] == []
+
+
+async def test_the_largest_key_order_settles_and_reads_within_bounds(tenants):
+    attacker, _ = tenants
+    assert (await attacker.call("PUT", "/_mock/catalog", json=[HUGE_KEY]))[0] == 200
+    status, order = await attacker.call(
+        "POST", "/api/v1/orders", json={"item_id": 9001, "quantity": 1000}
+    )
+    assert status == 201, order
+    started = time.process_time()
+    status, _ = await attacker.call("POST", "/_mock/clock/advance", json={"seconds": 60})
+    assert status == 200
+    status, settled = await attacker.call("GET", f"/api/v1/orders/{order['id']}")
+    assert status == 200
+    assert time.process_time() - started < CPU_BOUND
+    assert settled["status"] == "completed" and len(settled["codes"]) == 1000
+
+
+async def test_a_state_document_cannot_bring_a_pending_key_order_of_millions(tenants):
+    attacker, bystander = tenants
+    assert (await attacker.call("PUT", "/_mock/catalog", json=[HUGE_KEY]))[0] == 200
+    status, order = await attacker.call("POST", "/api/v1/orders", json={"item_id": 9001})
+    assert status == 201, order
+    status, document = await attacker.call("GET", "/_mock/state")
+    [saved] = document["orders"]
+    saved["quantity"] = 10**7
+    started = time.process_time()
+    status, body = await attacker.call("PUT", "/_mock/state", json=document)
+    assert status == 400, body
+    assert body["code"] == "validation_error"
+    assert "state.orders[0].quantity" in body["detail"] and "1000" in body["detail"]
+    (status, _), waited = await beside(
+        attacker.call("POST", "/_mock/clock/advance", json={"seconds": 60}), bystander
+    )
+    assert status == 200
+    assert time.process_time() - started < CPU_BOUND
+    assert waited < WALL_BOUND
+    status, settled = await attacker.call("GET", f"/api/v1/orders/{order['id']}")
+    assert settled["quantity"] == 1 and len(settled["codes"]) == 1  # nothing changed
+    # A settled order's units are history: a document may carry one as it was.
+    status, document = await attacker.call("GET", "/_mock/state")
+    document["orders"][0]["quantity"] = document["orders"][0]["delivered_quantity"] = 5000
+    status, body = await attacker.call("PUT", "/_mock/state", json=document)
+    assert status == 200, body
