@@ -24,6 +24,7 @@ import heapq
 import inspect
 import itertools
 import logging
+import time
 import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
@@ -38,6 +39,10 @@ Action = Callable[..., Awaitable[Any] | None]
 
 #: At most this many awaitables from jobs due together run at once.
 IO_CONCURRENCY = 100
+#: Seconds of work between two turns given to the rest of the event loop: an advance
+#: that settles a whole sandbox takes seconds, and the other sandboxes' calls are
+#: answered meanwhile (docs/hosting.md, "What one request may cost").
+SLICE_SECONDS = 0.005
 
 
 @dataclass(order=True, slots=True)
@@ -169,6 +174,7 @@ class Scheduler:
             heapq.heappop(self._heap)
 
     async def _run_until(self, target: float, *, await_io: bool) -> None:
+        slice_end = time.perf_counter() + SLICE_SECONDS
         while True:
             self._drop_cancelled_head()
             if not self._heap or self._heap[0].due > target:
@@ -183,6 +189,9 @@ class Scheduler:
                 job = heapq.heappop(self._heap)
                 if not job.cancelled and (started := self._start(job)) is not None:
                     pending_io.append(started)
+                if time.perf_counter() >= slice_end:
+                    await asyncio.sleep(0)  # the other sandboxes' turn
+                    slice_end = time.perf_counter() + SLICE_SECONDS
             if not pending_io:
                 continue
             # A few workers take the batch's I/O in order, each under the shared limit:

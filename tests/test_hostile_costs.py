@@ -228,3 +228,29 @@ async def test_a_state_document_cannot_bring_a_pending_key_order_of_millions(ten
     document["orders"][0]["quantity"] = document["orders"][0]["delivered_quantity"] = 5000
     status, body = await attacker.call("PUT", "/_mock/state", json=document)
     assert status == 200, body
+
+
+# -- an advance that settles a full sandbox ------------------------------------------
+
+
+async def test_an_advance_settling_a_full_sandbox_leaves_the_others_answered(tenants):
+    """100,000 orders (the default quota) fall due in one advance: the attacker's own
+    call takes as long as the work it queued, but the event loop is shared between
+    its jobs and the other tenants' calls (docs/hosting.md, "What one request may
+    cost")."""
+    attacker, bystander = tenants
+    sandbox = attacker.sandbox
+    account = next(iter(sandbox.state.accounts.values()))
+    status, _ = await attacker.call(
+        "PATCH", f"/_mock/accounts/{account.id}", json={"balance": 10**9}
+    )
+    assert status == 200
+    for n in range(100_000):
+        sandbox.create_order(account, {"item_id": 1001, "merchant_order_id": f"o{n}"})
+    (status, body), waited = await beside(
+        attacker.call("POST", "/_mock/clock/advance", json={"seconds": 600}), bystander
+    )
+    assert status == 200, body
+    assert waited < CPU_BOUND  # the whole advance takes seconds of CPU
+    status, listed = await attacker.call("GET", "/_mock/orders?status=completed&limit=1")
+    assert listed["total"] == 100_000
