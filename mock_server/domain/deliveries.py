@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ..clock import iso
 from .orders import Order
+from .scenarios import SPEC_RETRY
 
 
 class Sender(Protocol):
@@ -32,9 +33,8 @@ class Sender(Protocol):
 
 #: One first attempt plus up to 3 retries, 60 s apart (spec 6 and 8); a scenario's
 #: `webhook: {retry: [...]}` gives other gaps (docs/scenarios.md).
-MAX_ATTEMPTS = 4
-RETRY_INTERVAL = 60.0
-SPEC_RETRY = (RETRY_INTERVAL,) * (MAX_ATTEMPTS - 1)
+MAX_ATTEMPTS = 1 + len(SPEC_RETRY)
+RETRY_INTERVAL = SPEC_RETRY[0]
 SIGNATURE_PREFIX = "sha256="
 #: An attempt's `via` (and its delivery's `url`) when a listener made it.
 LISTENER = "listener"

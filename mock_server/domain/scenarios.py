@@ -22,7 +22,6 @@ import orjson
 import re2
 
 from ..sourcefile import ConfigError, parse_text, read_file, where
-from .deliveries import SPEC_RETRY
 from .statuses import STATUSES, TERMINAL
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -34,6 +33,8 @@ _SCENARIO_KEYS = {"name", "description", "match", "steps", "pricing", "weight"}
 _STEP_KEYS = {"after", "status", "deliver", "error", "error_message", "expect_code", "webhook"}
 _MATCH_KEYS = {"merchant_order_id", "item_id", "product_type", "quantity_min"}
 _WEBHOOK_KEYS = {"duplicate", "delay", "drop", "retry"}
+#: The gaps between attempts after a non-200 (spec 6: up to 3 retries, 60 s apart).
+SPEC_RETRY = (60.0, 60.0, 60.0)
 MAX_RETRIES = len(SPEC_RETRY)
 #: The largest `weight`: weights are relative, and the bound keeps any sum of them finite.
 MAX_WEIGHT = 10**15

@@ -1,7 +1,7 @@
 """`mock-server compare --html PATH` (docs/recording.md, "The HTML report"): the report as
 one self-contained page, for a person to look at rather than read.
 
-It is drawn from what `compare.to_json` and `compare.timeline` computed from the replay
+It is drawn from what `compare.to_json` and `timelines.timeline` computed from the replay
 (nothing is replayed again): the summary; each outcome class (explained or not, by which
 scenarios, why each other scenario does not) with the life of its sample order drawn in
 inline SVG, the recording's and the sandbox's on one time axis (statuses as coloured
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .compare import NO_SCENARIO, timeline
 from .replay import Outcome
+from .timelines import NO_SCENARIO, timeline
 
 _e = html.escape  # quote=True by default: safe in text and in attribute values
 
