@@ -99,6 +99,13 @@ def body_length(headers: list[tuple[str, str]], *, request: bool = True) -> int:
     """The body's length by its framing fields (RFC 9112 section 6.3), `CHUNKED`, or (an
     answer's) `TO_CLOSE`; raises `Malformed`. Only spaces and tabs surround a value:
     `str.strip()` would take a NBSP or NEL too, where llhttp sees another value."""
+    if not headers:
+        return 0 if request else TO_CLOSE
+    if len(headers) == 1:  # the usual case, a length alone, at less cost
+        name, value = headers[0]
+        digits = value.isdigit() and value.isascii() and len(value) < 19
+        if digits and name.lower() == "content-length":
+            return int(value)
     codings: list[str] | None = None
     lengths: set[str] = set()
     for name, value in headers:
@@ -336,7 +343,7 @@ class RequestReader(Reader):
         self._parser = httptools.HttpRequestParser(self)
 
     def on_message_begin(self) -> None:
-        super().on_message_begin()
+        Reader.on_message_begin(self)
         self._url = b""
 
     def on_url(self, url: bytes) -> None:
@@ -412,7 +419,7 @@ class AnswerReader(Reader):
         return self._phase == _WHOLE
 
     def on_message_begin(self) -> None:
-        super().on_message_begin()
+        Reader.on_message_begin(self)
         self.reason = ""
         self._clean = False
 
@@ -448,7 +455,7 @@ class AnswerReader(Reader):
             self._interim = False
             self._phase = _IDLE
             return
-        super().on_message_complete()
+        self._phase = _WHOLE
 
     def _refusal(self, reason: str, piece: bytearray) -> Malformed:
         return Malformed(f"not an HTTP/1 answer: {reason}")
