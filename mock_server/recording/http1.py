@@ -176,10 +176,6 @@ class Reader:
         """Whether a head was read and its body is awaited."""
         return self._phase in (_LENGTH, _CHUNKS, _TO_END)
 
-    @property
-    def whole(self) -> bool:
-        return self._phase == _WHOLE
-
     def body(self) -> bytes:
         parts = self._parts
         return parts[0] if len(parts) == 1 else b"".join(parts)
