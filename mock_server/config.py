@@ -23,6 +23,7 @@ from .domain.destinations import DestinationError, DestinationRules
 from .domain.quotas import CREATED_DEFAULTS, Quotas
 from .domain.randomness import fresh_seed
 from .domain.scenarios import builtin_scenarios, load_scenario_paths
+from .domain.shapes import NO_SHAPES, load_shapes
 from .domain.startup import StartupState
 from .sourcefile import ConfigError, parse_text
 from .tls import DEFAULT_CA_OUT, SELF_SIGNED
@@ -37,6 +38,8 @@ class Settings:
     port: int = DEFAULT_PORT
     catalog: str | None = None
     scenarios: tuple[str, ...] = ()
+    #: Production's shapes file (docs/shapes.md), or None: the sandbox's own shapes.
+    shapes: str | None = None
     accounts: str | None = None
     webhook_url: str | None = None
     clock: str = "real"
@@ -171,6 +174,12 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         default_text="built-in set",
     ),
     Option("accounts", "accounts YAML", metavar="PATH", default_text="one default account"),
+    Option(
+        "shapes",
+        "production's shapes of answers and events (docs/shapes.md)",
+        metavar="PATH",
+        default_text="none: the sandbox's own",
+    ),
     Option("webhook_url", "webhook URL of the default account", metavar="URL"),
     Option("clock", "clock mode", choices=("real", "manual")),
     Option(
@@ -330,6 +339,11 @@ def load_startup(settings: Settings) -> StartupState:
         scenarios = _scenarios(settings)
     except ConfigError as exc:
         problems.extend(exc.problems)
+    shapes = NO_SHAPES
+    try:
+        shapes = load_shapes(settings.shapes) if settings.shapes else NO_SHAPES
+    except ConfigError as exc:
+        problems.extend(exc.problems)
     if problems:
         raise ConfigError(problems)
     assert catalog is not None and accounts is not None and scenarios is not None
@@ -343,6 +357,7 @@ def load_startup(settings: Settings) -> StartupState:
         time_scale=settings.time_scale,
         start_time=settings.start_time,
         journal_size=settings.journal_size,
+        shapes=shapes,
     )
 
 

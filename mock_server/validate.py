@@ -1,9 +1,11 @@
-"""`mock-server validate PATH...`: check catalog, accounts, scenario and state files.
+"""`mock-server validate PATH...`: check catalog, accounts, scenario, shapes and state
+files.
 
 The kind of each file is read from its shape: a mapping with `format` is a state
 document (`GET /_mock/state`); one with `accounts` is an accounts
 file; one with `scenarios` or `steps` (or a list of mappings with `steps`) holds
-scenarios; anything else is checked as a catalog. Folders are checked as scenario
+scenarios; one with `shapes` is a shapes file (docs/shapes.md); anything else is
+checked as a catalog. Folders are checked as scenario
 folders. Exit 0 when all is well, else 1 with one `file:line: reason` per problem.
 
 A server refuses, where it is set, a `webhook_url` its webhook rules refuse
@@ -26,6 +28,7 @@ from .domain.accounts import parse_accounts
 from .domain.catalog import parse_catalog
 from .domain.destinations import DEFAULT_RULES, DestinationRules
 from .domain.scenarios import load_scenario_paths, parse_scenarios
+from .domain.shapes import parse_shapes
 from .sourcefile import ConfigError, read_file
 
 
@@ -37,6 +40,8 @@ def kind_of(data: Any) -> str:
             return "accounts"
         if "scenarios" in data or "steps" in data:
             return "scenarios"
+        if "shapes" in data:
+            return "shapes"
         return "catalog"
     if isinstance(data, list) and data and all(isinstance(x, dict) and "steps" in x for x in data):
         return "scenarios"
@@ -59,7 +64,8 @@ def check(path: str, rules: DestinationRules = DEFAULT_RULES) -> tuple[str, list
         elif kind == "state":
             _check_state(data, path, rules)
         else:
-            {"scenarios": parse_scenarios, "catalog": parse_catalog}[kind](data, path)
+            parsers = {"scenarios": parse_scenarios, "shapes": parse_shapes}
+            parsers.get(kind, parse_catalog)(data, path)
     except ConfigError as exc:
         return "file", exc.problems
     return kind, []

@@ -163,7 +163,8 @@ class WebhookSender:
         listeners = self._sandbox.listeners
         if account is not None and listeners.connected(account.id):
             # A listener makes the attempt, instead of the URL (docs/webhooks.md).
-            secret, names, body = account.webhook_secret, account.signature_headers, delivery.body
+            secret, names = account.webhook_secret, account.signature_headers
+            body = self._sandbox.event_body(delivery, LISTENER)
             delivery.sent_with(LISTENER, secret, names)
             frame = {
                 "delivery_id": delivery.id,
@@ -178,7 +179,8 @@ class WebhookSender:
         elif account is None or not url:
             error = "no webhook URL configured"
         else:
-            secret, names, body = account.webhook_secret, account.signature_headers, delivery.body
+            secret, names = account.webhook_secret, account.signature_headers
+            body = self._sandbox.event_body(delivery, url)
             delivery.sent_with(url, secret, names)
             status_code, error = await self._post(url, body, signed_headers(secret, names, body))
         duration = round((time.perf_counter() - started) * 1000, 2)

@@ -1,4 +1,5 @@
-"""`/_mock/scenarios`, `/_mock/faults`, `/_mock/requests`: what a test scripts and sees."""
+"""`/_mock/scenarios`, `/_mock/shapes`, `/_mock/faults`, `/_mock/requests`: what a test
+scripts and sees."""
 
 from __future__ import annotations
 
@@ -47,6 +48,22 @@ async def list_scenarios(request: web.BaseRequest) -> web.Response:
 async def load_scenarios(request: web.BaseRequest) -> web.Response:
     loaded = sandbox_of(request).load_scenarios(await read_document(request))
     return json_response({"loaded": [s.name for s in loaded]}, status=201)
+
+
+@routes.get("/_mock/shapes")
+async def read_shapes(request: web.BaseRequest) -> web.Response:
+    return json_response({"shapes": dict(sandbox_of(request).shapes.document)})
+
+
+@routes.put("/_mock/shapes")
+async def replace_shapes(request: web.BaseRequest) -> web.Response:
+    """Production's shapes for this sandbox's answers and events (docs/shapes.md): the
+    body is `{"shapes": {KIND: RULES}}`, JSON or YAML; an empty mapping removes them."""
+    body = await read_document(request)
+    if not isinstance(body, dict) or set(body) != {"shapes"}:
+        raise validation_error('The body is {"shapes": {KIND: RULES}} (docs/shapes.md)')
+    shapes = sandbox_of(request).set_shapes(body["shapes"] or {})
+    return json_response({"shapes": dict(shapes.document)})
 
 
 @routes.post("/_mock/scenarios/next")

@@ -93,6 +93,9 @@ class Delivery:
     #: The gap before each retry of the schedule (one shared tuple unless a scenario
     #: gave its own).
     retry: tuple[float, ...] = SPEC_RETRY
+    #: The bytes the last attempt sent when production's shapes made them differ from
+    #: the plain event (docs/shapes.md); None: the plain event, rendered when needed.
+    sent: bytes | None = None
 
     @property
     def order_id(self) -> str:
@@ -104,9 +107,10 @@ class Delivery:
 
     @property
     def body(self) -> bytes:
-        """The order-result event. Rendered when needed rather than kept (420 bytes a
-        delivery): the order is terminal, so every copy and retry sends the same bytes."""
-        return event_body(self.order)
+        """The order-result event as last sent. Rendered when needed rather than kept
+        (420 bytes a delivery): the order is terminal, so every copy and retry sends the
+        same bytes, unless a shapes file adds what changes (`sent`)."""
+        return self.sent if self.sent is not None else event_body(self.order)
 
     @property
     def headers(self) -> dict[str, str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import random
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -28,7 +30,7 @@ from ..sourcefile import ConfigError
 from . import admin, selection, state_document
 from .accounts import Account
 from .coverage import Coverage
-from .deliveries import Delivery, Sender
+from .deliveries import Delivery, Sender, event_body
 from .events import EventHub, OpenStreams, encode_json
 from .faults import Faults
 from .journal import Journal
@@ -42,6 +44,8 @@ from .policy import Policy
 from .quotas import NO_QUOTAS, Quotas
 from .sandbox_ids import DEFAULT_ID
 from .scenarios import Scenario, WebhookChaos, parse_scenarios
+from .shape_facts import delivery_facts, order_facts, token_facts
+from .shapes import Facts, Shapes, parse_kinds
 from .startup import QueuedScenario, StartupState
 from .state import State
 from .statuses import STATUSES
@@ -80,6 +84,11 @@ class Sandbox:
         self.sandbox_id = sandbox_id
         self.seed = startup.seed
         self.scenarios: dict[str, Scenario] = {s.name: s for s in startup.scenarios}
+        #: Production's shapes for its merchant answers and events (docs/shapes.md):
+        #: the startup's until `PUT /_mock/shapes` (a reset goes back to them).
+        self.shapes: Shapes = startup.shapes
+        #: The seeded draws of `uuid` and `int` rules.
+        self.shape_rng = random.Random(startup.seed)
         #: The scenario documents loaded at run time, in order (saved state replays them).
         self.loaded_documents: list[Any] = []
         clock = clock or make_clock(
@@ -296,6 +305,8 @@ class Sandbox:
         clock = make_clock(self.clock.mode, start=start, time_scale=self.clock.time_scale)
         self.scheduler.reset(clock)
         self.scenarios = {s.name: s for s in self.startup.scenarios}
+        self.shapes = self.startup.shapes
+        self.shape_rng = random.Random(self.seed)
         self.loaded_documents = []
         self.runtime_scenarios = 0
         self.state = self._fresh_state(clock)
@@ -436,6 +447,52 @@ class Sandbox:
         self.loaded_documents.append(data)
         return loaded
 
+    # -- production's shapes (docs/shapes.md) -------------------------------------------
+
+    def set_shapes(self, kinds: Any) -> Shapes:
+        """`PUT /_mock/shapes`: the `{KIND: RULES}` mapping its answers and events take
+        from now on (an empty one: none); a refused mapping changes nothing."""
+        try:
+            self.shapes = parse_kinds(kinds, "shapes")
+        except ConfigError as exc:
+            raise validation_error("; ".join(exc.problems)) from exc
+        return self.shapes
+
+    def answer_facts(self, kind: str, body: dict[str, Any]) -> Facts:
+        """What a rule of `kind` may read beyond the answer's fields (docs/shapes.md)."""
+        now = self.clock.now()
+        if kind == "token":
+            return token_facts(now, self.shape_rng)
+        if kind != "order":
+            return Facts(now=now, rng=self.shape_rng)
+        state = self.state
+        order = state.orders.get(body.get("id")) if isinstance(body.get("id"), str) else None
+        primary = None
+        url = None
+        if order is not None:
+            primary = next((d for d in state.deliveries_by_order.of(order.id) if not d.copy), None)
+            account = state.accounts.get(order.account_id)
+            url = account.webhook_url if account is not None else None
+        return order_facts(body, state.catalog, primary, url, now, self.shape_rng)
+
+    def event_body(self, delivery: Delivery, url: str | None) -> bytes:
+        """The bytes an attempt of `delivery` to `url` sends: the order-result event, in
+        production's shape when a shapes file says so (what is signed; kept as the
+        delivery's `sent`)."""
+        shapes = self.shapes
+        if not shapes.applies("event"):
+            return event_body(delivery.order)
+        event = json.loads(event_body(delivery.order))
+        facts = Facts(
+            now=self.clock.now(),
+            named=delivery_facts(delivery, url),
+            order=delivery.order.to_json(),
+            rng=self.shape_rng,
+        )
+        shaped = shapes.shape("event", event, facts)
+        delivery.sent = json.dumps(shaped, separators=(",", ":"), ensure_ascii=False).encode()
+        return delivery.sent
+
     # -- saved state (docs/state.md) -----------------------------------------------------
 
     def dump_state(self) -> dict[str, Any]:
@@ -480,6 +537,7 @@ class Sandbox:
         self.seed = restored.seed
         self.state = state
         self.scenarios = restored.scenarios
+        self.shapes = restored.shapes
         self.loaded_documents = restored.loaded_documents
         self.runtime_scenarios = restored.runtime_scenarios
         self.queue = restored.queue

@@ -1,8 +1,9 @@
 """The body of `POST /_mock/sandboxes` turned into a checked `StartupState`.
 
 Every key is optional; an unset one comes from the server's own startup state. The
-content keys (`catalog`, `accounts`, `scenarios`) take what the `--catalog`,
-`--accounts` and `--scenarios` files hold, as JSON, and are checked by the same parsers,
+content keys (`catalog`, `accounts`, `scenarios`, `shapes`) take what the `--catalog`,
+`--accounts`, `--scenarios` and `--shapes` files hold, as JSON (`shapes`: the
+`{KIND: RULES}` mapping), and are checked by the same parsers,
 so a sandbox refuses exactly what the server would refuse at start-up. Nothing is built
 until everything has passed.
 """
@@ -22,6 +23,7 @@ from .catalog import parse_catalog
 from .policy import refuse_reserved
 from .randomness import MAX_SEED
 from .scenarios import parse_scenarios
+from .shapes import parse_kinds
 from .startup import StartupState
 
 #: The longest idle time a sandbox may ask for: thirty days.
@@ -34,6 +36,7 @@ OPTION_KEYS = (
     "catalog",
     "accounts",
     "scenarios",
+    "shapes",
     "ttl",
 )
 
@@ -84,6 +87,8 @@ def parse_sandbox_options(
         loaded = _content(parse_scenarios, body["scenarios"], "scenarios")
         merged = {s.name: s for s in startup.scenarios} | {s.name: s for s in loaded}
         startup = replace(startup, scenarios=tuple(merged.values()))
+    if body.get("shapes") is not None:
+        startup = replace(startup, shapes=_content(parse_kinds, body["shapes"], "shapes"))
     ttl = None
     if body.get("ttl") is not None:
         ttl = _positive("ttl", body["ttl"])

@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 from ..clock import iso
-from ..sourcefile import ConfigError, where
+from ..sourcefile import ConfigError, read_file, where
 
 #: Every kind of answer a rule may shape; `error.CODE` (an error code) too.
 KINDS = (
@@ -141,9 +142,19 @@ class Shapes:
     def __bool__(self) -> bool:
         return bool(self.rules)
 
+    def applies(self, kind: str) -> bool:
+        """Whether any rule may change an answer of `kind` (an error's per-code rules
+        and an order's `webhook` object included)."""
+        if kind == "error":
+            return any(name == "error" or name.startswith("error.") for name in self.rules)
+        if kind == "order":
+            return "order" in self.rules or "order.webhook" in self.rules
+        return kind in self.rules
+
     def shape(self, kind: str, body: Any, facts: Facts | None = None) -> Any:
         """`body` as production shapes a `kind` answer; as it is where no rule applies.
-        For an error envelope, `error` applies, then `error.CODE`."""
+        For an error envelope, `error` applies, then `error.CODE`; for an order, `order`,
+        then `order.webhook` on its `webhook` object."""
         if not isinstance(body, dict):
             return body
         facts = facts or Facts()
@@ -154,10 +165,38 @@ class Shapes:
             rules = self.rules.get(name)
             if rules is not None:
                 body = rules.apply(body, facts)
+        webhook = self.rules.get("order.webhook") if kind == "order" else None
+        if webhook is not None and isinstance(body.get("webhook"), dict):
+            body = {**body, "webhook": webhook.apply(body["webhook"], facts)}
         return body
 
 
 NO_SHAPES = Shapes({}, {})
+
+_TOKEN_PATH = re.compile(r"^(?:/api)?/v1/auth/token/client$")
+_ORDER_PATH = re.compile(r"^(?:/api)?/v1/orders(?:/[^/]+(?:/client-code)?)?$")
+_KIND_OF_PATH = {
+    "/v1/account/balance": "balance",
+    "/api/v1/account/balance": "balance",
+    "/v1/account/me": "account",
+    "/api/v1/account/me": "account",
+    "/v3/plant": "plant",
+}
+
+
+def answer_kind(path: str, status: int, body: Any) -> str | None:
+    """The kind of a merchant answer to `path` (both prefixes, spec 4), or None where
+    no kind names it: `token` or `token_error` at the token endpoint, `error` for any
+    other refusal in the spec's envelope, else by path."""
+    if not isinstance(body, dict):
+        return None
+    if _TOKEN_PATH.match(path):
+        return "token" if status == 200 else "token_error"
+    if status >= 400:
+        return "error" if "code" in body else None
+    if _ORDER_PATH.match(path):
+        return "order"
+    return _KIND_OF_PATH.get(path)
 
 
 def parse_shapes(data: Any, source: str) -> Shapes:
@@ -172,6 +211,11 @@ def parse_shapes(data: Any, source: str) -> Shapes:
         )
         raise ConfigError([f"{where(source, data)}: {reason}"])
     return parse_kinds(data.get("shapes") or {}, source)
+
+
+def load_shapes(path: str | Path) -> Shapes:
+    """A shapes file (YAML, or JSON by its `.json` suffix): `--shapes`, `validate`."""
+    return parse_shapes(read_file(path), str(path))
 
 
 def parse_kinds(kinds: Any, source: str) -> Shapes:

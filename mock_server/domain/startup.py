@@ -10,6 +10,7 @@ from .accounts import AccountSpec
 from .catalog import Catalog
 from .destinations import DEFAULT_RULES, DestinationRules
 from .scenarios import Scenario
+from .shapes import NO_SHAPES, Shapes
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class StartupState:
     time_scale: float = 1.0
     start_time: float | None = None
     journal_size: int = 1000
+    #: Production's shapes (docs/shapes.md): the server's --shapes, or a created
+    #: sandbox's own `shapes`.
+    shapes: Shapes = NO_SHAPES
     #: Where webhooks may go (the server's --webhook-allow, --webhook-deny-private): the
     #: same for every sandbox of a server, never read from a sandbox's own body or state.
     webhook_rules: DestinationRules = DEFAULT_RULES

@@ -13,6 +13,7 @@ live event readers are not state: they start empty.
 from __future__ import annotations
 
 import dataclasses
+import math
 from decimal import Decimal
 from sys import intern
 from typing import TYPE_CHECKING, Any, Protocol
@@ -30,7 +31,8 @@ from .order_request import MAX_KEY_UNITS, NO_FIELDS
 from .orders import PENDING_WEBHOOK, Order
 from .plants import PLANT_STATUSES, Plants
 from .randomness import MAX_DRAWN, MAX_SEED, Randomness
-from .scenarios import Scenario, builtin_scenarios, parse_scenarios
+from .scenarios import MAX_RETRIES, SPEC_RETRY, Scenario, builtin_scenarios, parse_scenarios
+from .shapes import Shapes, parse_kinds
 from .startup import QueuedScenario, StartupState
 from .state import State
 from .statuses import STATUSES, TERMINAL
@@ -54,6 +56,7 @@ class Saved(Protocol):
     queue: list[QueuedScenario]
     faults: Faults
     coverage: Coverage
+    shapes: Shapes
 
     @property
     def clock(self) -> Clock: ...
@@ -92,6 +95,7 @@ def dump_rest(sandbox: Saved) -> dict[str, Any]:
         "faults": sandbox.faults.dump(),
         "plants": state.plants.dump(),
         "coverage": sandbox.coverage.dump(),
+        "shapes": dict(sandbox.shapes.document),
     }
 
 
@@ -197,7 +201,18 @@ def delivery_state(delivery: Delivery) -> dict[str, Any]:
             for a in delivery.attempts
         ],
         "next_attempt_at": delivery.next_attempt_at,
-    }
+    } | _delivery_extras(delivery)
+
+
+def _delivery_extras(delivery: Delivery) -> dict[str, Any]:
+    """A scenario's own retry schedule and the shaped bytes last sent, where there are
+    (older documents have neither)."""
+    extras: dict[str, Any] = {}
+    if delivery.retry != SPEC_RETRY:
+        extras["retry"] = list(delivery.retry)
+    if delivery.sent is not None:
+        extras["sent"] = delivery.sent.decode("utf-8")
+    return extras
 
 
 def _quantity_out(value: int | Decimal) -> int | str:
@@ -220,6 +235,7 @@ class Restored:
         self.queue: list[QueuedScenario]
         self.faults: Faults
         self.coverage: dict[str, dict[str, int]]
+        self.shapes: Shapes
         self.timers: list[tuple[Order, float]] = []
 
 
@@ -257,6 +273,12 @@ def restore(sandbox: Saved, document: Any) -> Restored:
             scenarios[name] = dataclasses.replace(scenarios[name], source=source)
     built.scenarios = scenarios
     built.loaded_documents = documents[skipped:]
+    built.shapes = sandbox.startup.shapes  # absent from older documents: the startup's
+    if "shapes" in doc.data:
+        try:
+            built.shapes = parse_kinds(doc.data["shapes"], "state: shapes")
+        except ConfigError as exc:
+            raise validation_error("; ".join(exc.problems)) from exc
     try:
         catalog = parse_catalog(doc.list("catalog"), "state: catalog")
     except ConfigError as exc:
@@ -552,7 +574,27 @@ def _read_delivery(doc: Reader, state: State) -> Delivery:
         signature_headers=tuple(str(h) for h in doc.list("signature_headers")),
         attempts=tuple(attempts),
         next_attempt_at=doc.optional_number("next_attempt_at"),
+        retry=_retry(doc),
+        sent=_sent(doc),
     )
+
+
+def _sent(doc: Reader) -> bytes | None:
+    sent = doc.optional_string("sent") if "sent" in doc.data else None
+    return sent.encode("utf-8") if sent is not None else None
+
+
+def _retry(doc: Reader) -> tuple[float, ...]:
+    if "retry" not in doc.data:
+        return SPEC_RETRY
+    gaps = doc.list("retry")
+    if len(gaps) > MAX_RETRIES or not all(
+        isinstance(g, int | float) and not isinstance(g, bool) and 0 < g < math.inf for g in gaps
+    ):
+        raise validation_error(
+            f"{doc.where}.retry: expected at most {MAX_RETRIES} gaps, each seconds > 0"
+        )
+    return tuple(float(g) for g in gaps)
 
 
 def _link_webhooks(saved_webhooks: list[tuple[Order, Any, int]], state: State) -> None:

@@ -1,9 +1,10 @@
 """What surrounds every merchant call, a refused one included: its sandbox and caller
 found (`sandbox_choice`), then, for one of the sandbox's own callers only, its idle time
 restarted, the rate, injected faults first, the handler, the `--state` save, the
-coverage count and the journal entry (the sandbox's own, keyed on the path as a whole
-server sees it). A caller without the sandbox's credentials gets the handler's refusal
-and nothing else (docs/hosting.md, "What a tenant can see")."""
+coverage count, the answer in production's shapes (`shaping`) and the journal entry (the
+sandbox's own, keyed on the path as a whole server sees it). A caller without the
+sandbox's credentials gets the handler's refusal and nothing else (docs/hosting.md,
+"What a tenant can see")."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ..errors import ApiError, TokenError, rate_limited
 from .api import MerchantHandler
 from .rate_guard import RateGuard
 from .sandbox_choice import TOKEN_PATH_END, merchant_caller
+from .shaping import shaped
 
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
     from ..state_file import StateFile
@@ -102,6 +104,7 @@ class MerchantCalls:
                 body = await request.read()  # already read by the handler: no copy, no wait
             except Exception:  # noqa: BLE001 - over the size limit, or the client left: not kept
                 body = b""
+        response = shaped(sandbox, path, response)
         status, at = response.status, sandbox.clock.now()
         sandbox.journal.record(method, path, status, body, at)
         if sandbox.events.active:
@@ -130,7 +133,7 @@ class MerchantCalls:
         except Exception as exc:  # noqa: BLE001 - rendered (or re-raised) by failure
             response = failure(request, exc, self._max_body)
         _count(sandbox.coverage, refused, path)
-        return response
+        return shaped(sandbox, path, response)
 
 
 def _rate_limited(path: str, wait: int) -> web.Response:

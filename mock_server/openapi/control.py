@@ -338,6 +338,29 @@ def _control_scenarios() -> dict[str, dict[str, Any]]:
                 errors={**not_found("account"), **quota_errors("--sandbox-max-queue")},
             ),
         },
+        "/_mock/shapes": {
+            "get": control(
+                "mockReadShapes",
+                "Production's shapes of this sandbox's answers and events",
+                tag,
+                ("200", "The `{KIND: RULES}` mapping that applies.", ref("ShapesDocument")),
+            ),
+            "put": control(
+                "mockReplaceShapes",
+                "Replace production's shapes",
+                tag,
+                ("200", "The mapping that applies now.", ref("ShapesDocument")),
+                description="Merchant answers (both prefixes) and webhook events take these "
+                "shapes from now on (docs/shapes.md); an empty mapping removes them. A rule "
+                "that would change what the spec defines is refused. JSON or YAML.",
+                request_body=body(
+                    ref("ShapesDocument"),
+                    {"shapes": {"balance": {"as": {"balance": "decimal_string"}}}},
+                    yaml=True,
+                ),
+                errors=bad_request("A kind or rule that is not known, or one the spec forbids."),
+            ),
+        },
         "/_mock/scenarios/explain": {
             "post": control(
                 "mockExplainScenario",

@@ -324,6 +324,19 @@ def _scenario_schemas() -> dict[str, Schema]:
             {"scenarios": array(ref("Scenario")), "queue": array(ref("QueueEntry"))}
         ),
         "LoadedScenarios": obj({"loaded": array(string())}),
+        "ShapesDocument": obj(
+            {
+                "shapes": obj(
+                    {},
+                    extra=obj({}, extra=True),
+                    description="Per kind of answer (`token`, `token_error`, `balance`, "
+                    "`account`, `order`, `order.webhook`, `error`, `error.CODE`, `event`, "
+                    "`plant`), its rules: `add`, `drop`, `as`, `values`, `choice_fields` "
+                    "(docs/shapes.md).",
+                )
+            },
+            required=["shapes"],
+        ),
     }
 
 

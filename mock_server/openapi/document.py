@@ -36,7 +36,7 @@ TAGS = [
     ("Control: clock", "The virtual clock."),
     ("Control: accounts", "Accounts, API keys and ledgers."),
     ("Control: catalog", "The catalog snapshot."),
-    ("Control: scenarios", "Fulfillment scripts and the queue."),
+    ("Control: scenarios", "Fulfillment scripts, the queue, and production's shapes."),
     ("Control: orders", "Every order, with history."),
     ("Control: webhooks", "Webhook deliveries and their attempts."),
     ("Control: faults", "Faults injected into the merchant API."),
@@ -71,6 +71,12 @@ own control calls when the server runs with `--admin-token`.
 
 Every answer carries CORS headers. Where the spec is silent, `docs/fidelity.md` says
 what the sandbox chose.
+
+**Production's shapes**: a sandbox given a shapes file (`--shapes`, a sandbox's `shapes`,
+`PUT /_mock/shapes`; docs/shapes.md) answers its merchant calls and sends its events in
+production's shapes: fields added, dropped, converted (a balance as a string) or spelt
+otherwise beyond what these schemas show. What the spec defines and the sandbox
+decides (ids, statuses, money values, codes, the event's fields of spec 6) never changes.
 """
 
 
@@ -87,7 +93,8 @@ def _webhooks() -> dict[str, Any]:
                 "summary": "Order-result event",
                 "description": "Sent to the account's webhook URL when an API-placed order "
                 f"settles (spec 6). Only 200 is a success; otherwise up to {retries} "
-                f"retries, {RETRY_INTERVAL:g} s apart (virtual clock). Dedupe on `order_id`.",
+                f"retries, {RETRY_INTERVAL:g} s apart (virtual clock; a scenario's "
+                "`webhook: {retry}` may say otherwise). Dedupe on `order_id`.",
                 "tags": ["Orders"],
                 "parameters": [
                     {"name": name, "in": "header", "required": False, **signature}

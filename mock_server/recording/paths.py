@@ -9,30 +9,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..domain import shapes
+
 TOKEN = re.compile(r"^(?:/api)?/v1/auth/token/client$")
 ORDERS = re.compile(r"^(?:/api)?/v1/orders$")
 ORDER = re.compile(r"^(?:/api)?/v1/orders/([^/]+)$")
 CLIENT_CODE = re.compile(r"^(?:/api)?/v1/orders/([^/]+)/client-code$")
 BALANCE = re.compile(r"^(?:/api)?/v1/account/balance$")
-ACCOUNT = re.compile(r"^(?:/api)?/v1/account/me$")
-PLANT = re.compile(r"^/v3/plant$")
 
 
 def answer_kind(method: str, path: str, status: int, body: Any) -> str | None:
-    """The shapes kind of a merchant answer (docs/shapes.md, "Kinds"), or None for an
-    answer no kind names."""
-    if not isinstance(body, dict):
-        return None
-    if TOKEN.match(path):
-        return "token" if status == 200 else "token_error"
-    if status >= 400:
-        return "error" if "code" in body else None
-    if PLANT.match(path):
-        return "plant"
-    if BALANCE.match(path):
-        return "balance"
-    if ACCOUNT.match(path):
-        return "account"
-    if ORDERS.match(path) or ORDER.match(path) or CLIENT_CODE.match(path):
-        return "order"
-    return None
+    """The shapes kind of a recorded merchant answer (docs/shapes.md, "Kinds"), as the
+    sandbox names its own."""
+    return shapes.answer_kind(path, status, body)
