@@ -7,16 +7,26 @@
   event (it creates key orders, never polls them, and lets the webhooks tell it).
 - Production's webhook retries (every 3 s, not the spec's 60 s) become the scenarios'
   `webhook: {retry: [...]}`.
+- The round trip: with the scenarios and shapes calibrate writes, compare finds nothing.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from mock_server.cli import main as cli_main
 from mock_server.recording.reading import read_recording
 from mock_server.recording.traces import classes, traces
-from tests.standin import Production, ProductionSession, record_production, refuse_first
+from tests.standin import (
+    Production,
+    ProductionSession,
+    merchant_day,
+    record_production,
+    refuse_first,
+)
 
 #: Every key order fails out of stock, or completes.
 MIX = Production(event_fields="spec", key_outcomes={"out_of_stock": 1, "completed": 1})
@@ -87,3 +97,36 @@ def test_a_recording_without_retries_keeps_the_spec_schedule(tmp_path):
     scenarios = tmp_path / "calibrated.yaml"
     assert cli_main(["calibrate", str(path), "--out", str(scenarios)]) == 0
     assert "retry" not in scenarios.read_text()
+
+
+# -- the round trip: calibrate's scenarios and shapes, then compare -------------------------
+
+
+@pytest.mark.parametrize("retried", [True, False], ids=["with retries", "without retries"])
+def test_calibrated_scenarios_and_shapes_make_compare_clean(tmp_path: Path, capsys, retried):
+    """docs/recording.md, "Calibrate the shapes": production differs from the sandbox in
+    shapes (a balance as a string, its own fields, a choice echoed as its id, its own
+    webhook object, events of the spec's seven fields), timings, outcome mix and retry
+    gaps; after `calibrate --out S --shapes-out H`, `compare --scenarios S --shapes H`
+    finds nothing and explains every class."""
+    path = tmp_path / "production.jsonl"
+    answers = refuse_first(2, {"shop-0"}) if retried else None
+    record_production(path, merchant_day, Production(event_fields="spec"), webhook_answers=answers)
+    scenarios, shapes = tmp_path / "scenarios.yaml", tmp_path / "shapes.yaml"
+    assert (
+        cli_main(["calibrate", str(path), "--out", str(scenarios), "--shapes-out", str(shapes)])
+        == 0
+    )
+    assert ("retry: [3s, 3s, 3s]" in scenarios.read_text()) is retried
+    rules = shapes.read_text()
+    assert "balance: decimal_string" in rules and "choice_fields: id" in rules
+    capsys.readouterr()
+    assert cli_main(["validate", str(scenarios), str(shapes)]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    code = cli_main(
+        ["compare", str(path), "--scenarios", str(scenarios), "--shapes", str(shapes), "--json"]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["findings"] == [], report["findings"][:5]
+    assert all(c["explained"] for c in report["classes"]), report["classes"]
+    assert code == 0

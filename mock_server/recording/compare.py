@@ -1,5 +1,5 @@
-"""`mock-server compare FILE... [--scenarios PATH]... [--catalog PATH] [--tolerance F]
-[--json] [--html PATH]`: what the sandbox would have done with a recorded session's
+"""`mock-server compare FILE... [--scenarios PATH]... [--catalog PATH] [--shapes PATH]
+[--tolerance F] [--json] [--html PATH]`: what the sandbox would have done with a recorded session's
 traffic (docs/recording.md, "Compare").
 
 The files are read (`reading.read_recording`: the recorder's JSON Lines, gzipped or not,
@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="how far apart in time a status may be seen, as a share of the gap since "
         "the observation before (at least 1 s); default 0.25",
     )
+    parser.add_argument(
+        "--shapes",
+        metavar="PATH",
+        help="replay against a sandbox answering in these shapes (docs/shapes.md), such as "
+        "calibrate --shapes-out wrote",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON document, for CI")
     parser.add_argument(
         "--html",
@@ -111,7 +117,9 @@ def main(argv: Sequence[str]) -> int:
         print(exc, file=sys.stderr)
         return 2
     try:
-        outcome = asyncio.run(run(recordings, args.scenarios, args.catalog, args.tolerance))
+        outcome = asyncio.run(
+            run(recordings, args.scenarios, args.catalog, args.tolerance, args.shapes)
+        )
     except ConfigError as exc:
         print("\n".join(exc.problems), file=sys.stderr)
         return 2

@@ -86,6 +86,7 @@ async def run(
     scenario_paths: list[str],
     catalog_path: str | None,
     tolerance: float,
+    shapes_path: str | None = None,
 ) -> Outcome:
     """Replay `recordings` (one session each, one after another, each in a sandbox of
     its own; their orders pooled into one set of outcome classes)."""
@@ -93,7 +94,7 @@ async def run(
     session_of = {id(trace): session for session in sessions for trace in session.traces}
     outcomes = classes(trace for session in sessions for trace in session.traces)
     catalog = None if catalog_path else infer_catalog(sessions)
-    server = Server(scenario_paths, catalog_path)
+    server = Server(scenario_paths, catalog_path, shapes_path)
     await server.start()
     try:
         scenarios = await server.scenarios()

@@ -88,9 +88,12 @@ def recorded_answers(trace: Trace) -> list[int]:
 class Server:
     """The sandbox server compare drives, the receiver, and one HTTP client."""
 
-    def __init__(self, scenarios: list[str], catalog: str | None) -> None:
+    def __init__(
+        self, scenarios: list[str], catalog: str | None, shapes: str | None = None
+    ) -> None:
         self.scenario_paths = scenarios
         self.catalog_path = catalog
+        self.shapes_path = shapes
         self.receiver = Receiver()
         self.url = ""
         self._serving: Any = None
@@ -98,7 +101,8 @@ class Server:
         self._worlds = 0
 
     async def start(self) -> None:
-        """Start it all; a bad `--scenarios` or `--catalog` file raises `ConfigError`."""
+        """Start it all; a bad `--scenarios`, `--catalog` or `--shapes` file raises
+        `ConfigError`. Every world inherits the server's shapes (docs/shapes.md)."""
         from ..app import create_app
         from ..config import Settings, load_startup
         from ..serving import Serving
@@ -111,6 +115,7 @@ class Server:
             seed=SEED,
             catalog=self.catalog_path,
             scenarios=tuple(self.scenario_paths),
+            shapes=self.shapes_path,
             journal_size=10,
             max_sandboxes=big,
             sandbox_max_orders=big,
