@@ -245,12 +245,13 @@ def test_a_class_of_one_kind_of_order_gets_a_match_and_one_sample_a_warning(tmp_
     )
     text, scenarios = calibrated(tmp_path, session, capsys)
 
-    # The classes differ by product type: each is split by it, with its own count.
+    # The classes differ by product type: each is split by it, with its own count, and
+    # matches the items of that type the recording showed, never the whole type.
     assert set(scenarios) == {"recorded_completed_key", "recorded_completed_client_code_topup"}
-    assert scenarios["recorded_completed_key"]["match"] == {"product_type": "key"}
+    assert scenarios["recorded_completed_key"]["match"] == {"item_id": 1001}
     assert scenarios["recorded_completed_key"]["weight"] == 4
     topup = scenarios["recorded_completed_client_code_topup"]
-    assert topup["match"] == {"product_type": "topup"} and topup["weight"] == 1
+    assert topup["match"] == {"item_id": 2002} and topup["weight"] == 1
     # The code's own move to processing is not a step; the delay after it is.
     assert [(s["status"], s["after"]) for s in topup["steps"]] == [
         ("need_client_code", "500ms"),
@@ -308,3 +309,31 @@ def test_a_recorder_killed_mid_line_loses_only_that_line(tmp_path, capsys):
     path.write_text(path.read_text() + '{"seq": 99, "at": "2026-')  # cut short
     assert cli_main(["calibrate", str(path)]) == 0
     assert "recorded_completed" in capsys.readouterr().out
+
+
+async def test_a_calibrated_client_code_class_leaves_other_top_ups_alone(
+    tmp_path, capsys, make_client
+):
+    """A login top-up's client-code class was once matched on its whole product type:
+    loaded into a sandbox, every other top-up (one with no client code) then waited for
+    a code forever. The match names the recorded item; item 2001 completes."""
+    from conftest import login
+
+    session = Session()
+    session.order(
+        0, 0, KEY_ORDER, [(1, "poll", "processing"), (3, "webhook", "completed")], ends=COMPLETED
+    )
+    session.order(
+        100,
+        1,
+        LOGIN_TOPUP,
+        [(1, "poll", "need_client_code"), (20, "code", "processing"), (22, "webhook", "completed")],
+        ends={"delivered_quantity": 1},
+    )
+    calibrated(tmp_path, session, capsys)
+    merchant = await login(await make_client(scenarios=(str(tmp_path / "calibrated.yaml"),)))
+    body = {"item_id": 2001, "quantity": 5, "fields": {"razer_id": "r-1", "region": 1}}
+    status, order = await merchant.create(body)
+    assert status == 201, order
+    await merchant.advance(600)
+    assert (await merchant.order(order["id"]))["status"] == "completed"

@@ -95,7 +95,8 @@ class Step:
 class Match:
     #: An RE2 pattern (`compile_pattern`), searched for anywhere in the id.
     merchant_order_id: Any = None
-    item_id: int | None = None
+    #: The items it holds for: one id, or several (`item_id: [1001, 1002]`).
+    item_id: frozenset[int] | None = None
     product_type: str | None = None
     quantity_min: Decimal | None = None
 
@@ -135,8 +136,8 @@ class Match:
                     "merchant_order_id",
                     f"merchant_order_id {merchant_order_id!r} does not match {pattern.pattern!r}",
                 )
-        if self.item_id is not None and self.item_id != item_id:
-            return "item_id", f"item_id {item_id} is not {self.item_id}"
+        if self.item_id is not None and item_id not in self.item_id:
+            return "item_id", f"item_id {item_id} is not {_items(self.item_id)}"
         if self.product_type is not None and self.product_type != product_type:
             return "product_type", f"product_type {product_type!r} is not {self.product_type!r}"
         if self.quantity_min is not None and quantity < self.quantity_min:
@@ -149,7 +150,7 @@ class Match:
         if self.merchant_order_id is not None:
             parts.append(f"merchant_order_id ~ {self.merchant_order_id.pattern!r}")
         if self.item_id is not None:
-            parts.append(f"item_id = {self.item_id}")
+            parts.append(f"item_id = {_items(self.item_id)}")
         if self.product_type is not None:
             parts.append(f"product_type = {self.product_type}")
         if self.quantity_min is not None:
@@ -524,9 +525,7 @@ def _parse_match(raw: Any) -> Match:
             pattern = compile_pattern(raw["merchant_order_id"])
         except ValueError as exc:
             raise _Problem(raw, "merchant_order_id", str(exc)) from exc
-    item_id = raw.get("item_id")
-    if item_id is not None and (isinstance(item_id, bool) or not isinstance(item_id, int)):
-        raise _Problem(raw, "item_id", "'item_id' must be an integer")
+    item_id = _item_ids(raw)
     product_type = raw.get("product_type")
     if product_type is not None and product_type not in ("key", "topup", "service"):
         raise _Problem(raw, "product_type", "'product_type' is key, topup or service")
@@ -536,6 +535,23 @@ def _parse_match(raw: Any) -> Match:
             raise _Problem(raw, "quantity_min", "'quantity_min' must be a number")
         quantity_min = Decimal(str(quantity_min))
     return Match(pattern, item_id, product_type, quantity_min)
+
+
+def _item_ids(raw: dict[str, Any]) -> frozenset[int] | None:
+    """`item_id`: one item id, or a non-empty list of them."""
+    value = raw.get("item_id")
+    if value is None:
+        return None
+    ids = value if isinstance(value, list) else [value]
+    if not ids or any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
+        raise _Problem(raw, "item_id", "'item_id' is an item id or a list of them")
+    return frozenset(ids)
+
+
+def _items(ids: frozenset[int]) -> str:
+    """`1001`, or `one of 1001, 1002`."""
+    ordered = sorted(ids)
+    return str(ordered[0]) if len(ordered) == 1 else "one of " + ", ".join(map(str, ordered))
 
 
 def compile_pattern(pattern: str) -> Any:

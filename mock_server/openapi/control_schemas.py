@@ -235,7 +235,7 @@ def _scenario_schemas() -> dict[str, Schema]:
                 obj(
                     {
                         "merchant_order_id": string("A regular expression."),
-                        "item_id": nullable(integer()),
+                        "item_id": nullable({"oneOf": [integer(), array(integer(), minItems=1)]}),
                         "product_type": nullable(enum(PRODUCT_TYPES)),
                         "quantity_min": nullable(number()),
                     },

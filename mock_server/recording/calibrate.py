@@ -11,8 +11,9 @@ outcome as often as production showed it (docs/scenarios.md, "Weighted selection
 
 Where classes belong to some kinds of order only (a login top-up's client-code orders,
 say), every class is split by kind (product type, or item when types do not explain
-the split), each part a scenario with a `match` on its kind and the count of that kind
-as its weight: for each kind of order, outcomes occur as often as they did.
+the split), each part a scenario with a `match` on the items of its kind the recording
+showed (`item_id`, one or a list: never a whole product type) and the count of that
+kind as its weight: for each kind of order, outcomes occur as often as they did.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def calibrate(all_traces: list[Trace]) -> tuple[list[Calibrated], list[OutcomeCl
                     f"{outcome.key.describe()}; {kind_name} {value}",
                     members,
                     OutcomeClass(outcome.key, members),
-                    {kind_name: value},
+                    {"item_id": _item_ids(value, kind, all_traces)},
                 )
             )
     return calibrated, unplayable
@@ -87,6 +88,14 @@ def _partition(found: list[OutcomeClass], all_traces: list[Trace]) -> tuple[str,
     if all(c.items() == set().union(*(items_of_type[t] for t in c.product_types())) for c in found):
         return "product_type", lambda trace: trace.product_type
     return "item_id", lambda trace: trace.item_id
+
+
+def _item_ids(value: Any, kind: Kind, all_traces: list[Trace]) -> Any:
+    """The items a kind of order is, as a match names them: never a whole product type
+    (a sandbox's other items of that type, which the recording never showed, would
+    follow a script production never played for them), one id or a list."""
+    items = sorted({t.item_id for t in all_traces if kind(t) == value}, key=str)
+    return items[0] if len(items) == 1 else items
 
 
 def _slug(value: Any) -> str:
