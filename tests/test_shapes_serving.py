@@ -227,3 +227,32 @@ def test_a_shapes_file_with_a_forbidden_rule_stops_the_start(tmp_path, capsys):
     path.write_text("shapes:\n  event:\n    drop: [codes]\n")
     assert main(["serve", "--shapes", str(path), "--port", "0"]) != 0
     assert f"{path}:3: event: drop 'codes'" in capsys.readouterr().err
+
+
+async def test_the_server_s_shapes_reach_created_sandboxes_unless_their_body_says(
+    make_client, tmp_path
+):
+    path = tmp_path / "shapes.yaml"
+    path.write_text("shapes:\n  balance:\n    as: {balance: int_string}\n")
+    client = await make_client(shapes=str(path))
+
+    async def balance_of(body: dict) -> object:
+        created = await (await client.post("/_mock/sandboxes", json=body)).json()
+        base = f"/_mock/sandboxes/{created['id']}"
+        token = await client.post(
+            f"{base}/api/v1/auth/token/client", json={"api_key": created["api_key"]}
+        )
+        headers = {"Authorization": f"Bearer {(await token.json())['access_token']}"}
+        answer = await client.get(f"{base}/api/v1/account/balance", headers=headers)
+        return (await answer.json())["balance"]
+
+    assert isinstance(await balance_of({}), str)  # the server's
+    assert isinstance(await balance_of({"shapes": {}}), int | float)  # its own: none
+
+
+async def test_a_reset_goes_back_to_the_shapes_it_started_with(make_client, shapes_file):
+    client = await make_client(shapes=str(shapes_file))
+    await client.put("/_mock/shapes", json={"shapes": {}})
+    assert (await (await client.get("/_mock/shapes")).json()) == {"shapes": {}}
+    assert (await client.post("/_mock/reset")).status == 200
+    assert "balance" in (await (await client.get("/_mock/shapes")).json())["shapes"]
