@@ -19,6 +19,7 @@ import yaml
 
 from mock_server.cli import main as cli_main
 from mock_server.domain.scenarios import parse_scenarios
+from mock_server.recording.fileformat import end_line_of
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 KEY_ORDER = {"item": 1001, "item_product_type": "key", "quantity": 2, "price": 40.0}
@@ -142,7 +143,8 @@ class Session:
                 self.webhook(at + delay, view)
 
     def write(self, path: Path) -> Path:
-        text = "".join(json.dumps(line) + "\n" for line in self.lines)
+        lines = [*self.lines, end_line_of(self.lines[1:])]
+        text = "".join(json.dumps(line) + "\n" for line in lines)
         if path.suffix == ".gz":
             path.write_bytes(gzip.compress(text.encode()))
         else:
@@ -306,9 +308,15 @@ def test_a_recorder_killed_mid_line_loses_only_that_line(tmp_path, capsys):
     session = Session()
     session.order(0, 1, KEY_ORDER, [(3, "webhook", "completed")], ends=COMPLETED)
     path = session.write(tmp_path / "killed.jsonl")
-    path.write_text(path.read_text() + '{"seq": 99, "at": "2026-')  # cut short
-    assert cli_main(["calibrate", str(path)]) == 0
-    assert "recorded_completed" in capsys.readouterr().out
+    whole = path.read_text().splitlines(keepends=True)[:-1]  # a killed recorder: no end line
+    path.write_text("".join(whole) + '{"seq": 99, "at": "2026-')  # cut short
+    # The scenarios are written all the same; the exit status and stderr say they come
+    # from a file that vouches for nothing (docs/recording.md, "Can a result be trusted").
+    assert cli_main(["calibrate", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "recorded_completed" in out
+    assert f"warning: {path}:{len(whole) + 1}: the last line is cut in the middle" in err
+    assert f"warning: {path}: no end line" in err and "never scanned for secrets" in err
 
 
 async def test_a_calibrated_client_code_class_leaves_other_top_ups_alone(

@@ -34,6 +34,7 @@ from mock_server.clock import parse_iso
 from mock_server.config import Settings
 from mock_server.recording import compare, har
 from mock_server.recording.catalog_inference import infer_catalog
+from mock_server.recording.fileformat import end_line_of
 from mock_server.recording.reading import read_recording
 from mock_server.recording.redaction import Redactor
 from mock_server.recording.sessions import sessions_of
@@ -241,6 +242,7 @@ class Session:
             line = json.loads(json.dumps(event))
             line = {"seq": seq, **line, "at": _iso(event["at"])}
             lines.append(redactor.redact(line) if redact else line)
+        lines.append(end_line_of(lines[1:]))
         return lines
 
     def write(self, name: str = "session.jsonl", *, redact: bool = True) -> Path:
@@ -753,6 +755,18 @@ def _header() -> str:
     return json.dumps(Session(Path(".")).lines()[0]) + "\n"
 
 
+def _one_balance_read() -> str:
+    """A finished recording of one exchange: something to replay."""
+    exchange = {
+        "seq": 1,
+        "at": _iso(START_TS),
+        "kind": "exchange",
+        "request": {"method": "GET", "path": "/api/v1/account/balance", "query": ""},
+        "response": {"status": 401, "body": {"detail": "no token", "code": "unauthorized"}},
+    }
+    return _header() + "".join(json.dumps(e) + "\n" for e in (exchange, end_line_of([exchange])))
+
+
 def test_unreadable_input_is_exit_2_with_file_and_line(tmp_path: Path) -> None:
     missing = tmp_path / "missing.jsonl"
     code, out, err = run_compare(str(missing))
@@ -788,7 +802,7 @@ def test_unreadable_input_is_exit_2_with_file_and_line(tmp_path: Path) -> None:
 
 def test_bad_arguments_are_exit_2(tmp_path: Path) -> None:
     good = tmp_path / "good.jsonl"
-    good.write_text(_header())
+    good.write_text(_one_balance_read())
     for args in (
         [],
         [str(good), "--tolerance", "soon"],
@@ -810,12 +824,14 @@ def test_bad_arguments_are_exit_2(tmp_path: Path) -> None:
     assert code == 2 and re.search(rf"{re.escape(str(scenarios))}:\d+: ", err), err
 
 
-def test_an_empty_recording_compares_clean(tmp_path: Path) -> None:
-    good = tmp_path / "good.jsonl"
-    good.write_text(_header())
-    code, document = compare_json(str(good))
-    assert code == 0
-    assert document["summary"]["exchanges"] == 0 and document["classes"] == []
+def test_an_empty_recording_is_exit_2_nothing_to_replay(tmp_path: Path) -> None:
+    """A recording with no exchange is no evidence of anything (docs/recording.md, "Can
+    a result be trusted"), even with its end line."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(_header() + json.dumps(end_line_of([])) + "\n")
+    code, out, err = run_compare(str(empty), "--json")
+    assert code == 2 and out == ""
+    assert err.startswith(f"{empty}:1: nothing to replay: no exchange was recorded")
 
 
 def test_bad_input_to_recording_export_is_exit_2(tmp_path: Path, capsys) -> None:

@@ -31,6 +31,7 @@ from .calibrate_shapes import CalibrateError, calibrate_shapes
 from .reading import RecordingError, read_recordings
 from .retries import RetrySchedule, observed_retries
 from .traces import TERMINAL, OutcomeClass, Trace, classes, traces
+from .trust import file_warnings, nothing_to_replay, unsettled_warning, untrusted
 
 Kind = Callable[[Trace], Any]
 
@@ -262,6 +263,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RecordingError as exc:
         print(exc, file=sys.stderr)
         return 2
+    for recording in recordings:
+        if (why := nothing_to_replay(recording)) is not None:
+            print(why, file=sys.stderr)
+            return 2
     all_traces = [trace for recording in recordings for trace in traces(recording)]
     if not all_traces:
         print(
@@ -271,6 +276,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     calibrated, unplayable = calibrate(all_traces)
+    warnings = [w for recording in recordings for w in file_warnings(recording)]
+    warnings += filter(None, [unsettled_warning(sum(len(c.traces) for c in unplayable))])
+    for warning in warnings:  # stderr: stdout may hold the scenarios
+        print(f"warning: {warning}", file=sys.stderr)
     text = render(args.files, calibrated, unplayable, len(all_traces))
     shapes = None
     if args.shapes_out:
@@ -290,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         where = sys.stdout if args.out else sys.stderr  # stdout may hold the scenarios
         print(f"{args.shapes_out}: {rules} shape rules", file=where)
-    return 0
+    return 1 if untrusted(recordings) else 0
 
 
 def _write(path: str, text: str) -> bool:

@@ -14,9 +14,11 @@ Several files are several sessions: each is replayed in a sandbox of its own, on
 another (their clocks, tokens and ids never meet), and their orders are pooled into one
 set of outcome classes.
 
-Exit status: 0 when no shape differs and every class is explained; 1 otherwise; 2 for a
-file it cannot read (`file:line: reason` on stderr), bad arguments, or an `--html` PATH it
-cannot write.
+Exit status: 0 when no shape differs, every class is explained and every file vouches
+for itself (`trust`: its end line, no cut line); 1 otherwise; 2 for a file it cannot
+read or in which nothing can be replayed (`file:line: reason` on stderr), bad arguments,
+or an `--html` PATH it cannot write. What a recording does not vouch for is in the
+report's `warnings` (docs/recording.md, "Can a result be trusted").
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .judge import DEFAULT_TOLERANCE
 from .reading import RecordingError, read_recordings
 from .replay import Outcome, class_delays, run
 from .timelines import NO_SCENARIO, timeline
+from .trust import file_warnings, nothing_to_replay, settled, unsettled_warning, untrusted
 from .world import ReplayError
 
 
@@ -116,6 +119,10 @@ def main(argv: Sequence[str]) -> int:
     except RecordingError as exc:
         print(exc, file=sys.stderr)
         return 2
+    for recording in recordings:
+        if (why := nothing_to_replay(recording)) is not None:
+            print(why, file=sys.stderr)
+            return 2
     try:
         outcome = asyncio.run(
             run(recordings, args.scenarios, args.catalog, args.tolerance, args.shapes)
@@ -147,7 +154,20 @@ def main(argv: Sequence[str]) -> int:
 
 def exit_status(outcome: Outcome) -> int:
     clean = not outcome.findings and all(v.explained for v in outcome.verdicts)
-    return 0 if clean else 1
+    return 0 if clean and not untrusted(s.recording for s in outcome.sessions) else 1
+
+
+def unsettled(outcome: Outcome) -> int:
+    """Orders the recordings never saw settle: in no class (`explain`)."""
+    return sum(1 for s in outcome.sessions for trace in s.traces if not settled(trace))
+
+
+def warnings(outcome: Outcome) -> list[str]:
+    """What the recordings do not vouch for (`trust`), one sentence each."""
+    found = [w for s in outcome.sessions for w in file_warnings(s.recording)]
+    if (orders := unsettled_warning(unsettled(outcome))) is not None:
+        found.append(orders)
+    return found
 
 
 # -- JSON -----------------------------------------------------------------------------------
@@ -163,6 +183,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
             "skipped": outcome.skipped,
             "webhooks": outcome.webhooks,
             "orders": outcome.orders,
+            "unsettled": unsettled(outcome),
             "classes": len(outcome.verdicts),
             "explained": explained,
             "unexplained": len(outcome.verdicts) - explained,
@@ -174,6 +195,7 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
         "classes": [_class_json(v) for v in outcome.verdicts],
         "findings": [f.to_json() for f in outcome.findings],
         "timelines": [timeline(v) for v in outcome.verdicts if not v.explained],
+        "warnings": warnings(outcome),
         "exit": exit_status(outcome),
     }
 
@@ -208,11 +230,13 @@ def report(outcome: Outcome) -> str:
     lines = [
         f"compared {files} recording{'s' if files != 1 else ''}: {summary['exchanges']} "
         f"exchanges ({summary['replayed']} replayed, {summary['skipped']} skipped), "
-        f"{summary['webhooks']} webhooks, {summary['orders']} orders",
+        f"{summary['webhooks']} webhooks, {summary['orders']} orders"
+        + (f" ({summary['unsettled']} never seen to settle)" if summary["unsettled"] else ""),
         f"outcome classes: {summary['classes']} ({summary['explained']} explained, "
         f"{summary['unexplained']} unexplained); shape findings: {summary['shape_findings']}",
         f"tolerance: {outcome.tolerance:g} of each gap, at least 1 s; scenarios: "
         f"{', '.join(outcome.scenarios)}",
+        *(f"warning: {warning}" for warning in document["warnings"]),
         "",
         "classes",
     ]

@@ -4,6 +4,11 @@ durations, are played in one world under the sandbox's own choice and under ever
 scenario of the server, the clock advanced to each observed time; each play is judged
 (`judge`), and a `ClassVerdict` says which scenarios explain which orders and the one
 the session replay creates each order of the class under.
+
+Orders never seen to settle form no class (`trust.settled`): every scenario passes
+through `pending`, so such a class would be "explained" by all of them. The sample
+order a report draws is one that no scenario explains, where there is one; each
+scenario's reason names the order it is about.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from .reading import Message
 from .rewriting import creation_headers, request_bytes
 from .sessions import Session
 from .traces import Observation, OutcomeClass, Trace
+from .trust import settled
 from .world import Server, World, recorded_answers, world_account
 
 #: Orders of a class played under each scenario: the shortest and the longest lives of
@@ -31,10 +37,12 @@ class ClassVerdict:
     #: Scenario name -> the played orders it explains (`id()` of their traces), the
     #: scenario explaining most first.
     explains: dict[str, set[int]]
-    #: Scenario name -> why it does not explain the first played order it fails.
+    #: Scenario name -> why it does not explain a played order, that order named
+    #: (the sample's where the scenario fails it, else the first it fails).
     why_not: dict[str, str]
     own_choice: str | None
-    #: The first played order under the sandbox's own choice, for the timeline.
+    #: A played order under the sandbox's own choice, for the timeline: the first that
+    #: no scenario explains, where one is.
     sample: Play | None
 
     def explaining(self, trace: Trace) -> list[str]:
@@ -90,21 +98,20 @@ async def explain(
     priced = {s["name"] for s in scenarios if s.get("pricing")}
     verdicts = []
     for outcome in outcomes:
+        if not all(settled(trace) for trace in outcome.traces):
+            continue  # never seen to settle: no class (compare counts them)
         played = representatives(outcome)
         plays = await _play_class(server, played, session_of, names, catalog)
         explains: dict[str, set[int]] = {}
-        why_not: dict[str, str] = {}
-        own_choice, sample = None, None
         for play in plays:
             play.why_not = judge(play, tolerance)
-            if play.scenario is None:
-                own_choice = own_choice or play.chosen
-                sample = sample or play
-                continue
-            if play.explained:
+            if play.scenario is not None and play.explained:
                 explains.setdefault(play.scenario, set()).add(id(play.trace))
-            else:
-                why_not.setdefault(play.scenario, play.why_not or "")
+        explained = set().union(*explains.values())
+        own = [play for play in plays if play.scenario is None]
+        sample = next((p for p in own if id(p.trace) not in explained), own[0] if own else None)
+        own_choice = next((p.chosen for p in own if p.chosen), None)
+        why_not = _reasons(plays, sample)
         # Listing order, scenarios without `pricing` first on a tie.
         ordered = sorted(explains, key=lambda n: (-len(explains[n]), n in priced, names.index(n)))
         verdicts.append(
@@ -113,6 +120,24 @@ async def explain(
             )
         )
     return verdicts
+
+
+def _reasons(plays: list[Play], sample: Play | None) -> dict[str, str]:
+    """Each scenario's reason for not explaining a played order, naming the order: the
+    sample's (the order the timeline shows) where the scenario fails it, else the
+    first order it fails."""
+    failed = [p for p in plays if p.scenario is not None and not p.explained]
+    if sample is not None:
+        failed.sort(key=lambda p: p.trace is not sample.trace)  # stable: the sample's first
+    why_not: dict[str, str] = {}
+    for play in failed:
+        assert play.scenario is not None
+        why_not.setdefault(play.scenario, f"order {play.trace.order_id}: {play.why_not or ''}")
+    return dict(sorted(why_not.items(), key=lambda item: _index(plays, item[0])))
+
+
+def _index(plays: list[Play], scenario: str) -> int:
+    return next(i for i, p in enumerate(plays) if p.scenario == scenario)
 
 
 async def _play_class(

@@ -31,6 +31,15 @@ stand out of `seq` order when exchanges overlap):
 
 For a `.gz` path every line ends a zlib sync-flush block, so a file whose recorder was
 killed decompresses up to its last whole line (`read_bytes`, `read_lines`).
+
+A finished file ends with one more line, written once the file is closed and scanned
+for secrets (`append_end`; gzipped, a gzip member of its own):
+
+    {"kind": "end", "exchanges", "orders", "webhooks", "scanned": true, "warnings": [...]}
+
+The recorder writes `FILE.partial` (`partial_path`) and renames it to FILE only after
+the end line, so a file without one was never scanned and may end early
+(docs/recording.md, "The file").
 """
 
 from __future__ import annotations
@@ -51,6 +60,10 @@ import orjson
 #: What the header line says the file is (`reading.py` refuses any other).
 FORMAT = "ordering-sandbox-recording"
 VERSION = 1
+#: The `kind` of the last line of a finished recording.
+END = "end"
+#: What a recording is called until it is finished.
+PARTIAL_SUFFIX = ".partial"
 #: The first two bytes of every gzip stream (RFC 1952, 2.3.1); a recording's JSON Lines
 #: begin with `{`.
 GZIP_MAGIC = b"\x1f\x8b"
@@ -137,9 +150,11 @@ class RecordingWriter:
         upstream: str,
         redaction: Iterable[str],
         started_at: float | None = None,
+        gzipped: bool | None = None,
     ) -> None:
         self.path = os.fspath(path)
-        self.gzipped = self.path.endswith(".gz")
+        #: Gzipped when asked, else when the path ends in `.gz`.
+        self.gzipped = self.path.endswith(".gz") if gzipped is None else gzipped
         self.lines = 0
         self._raw: BinaryIO = open(self.path, "wb", buffering=0)  # noqa: SIM115 - closed in close()
         self._gzip: gzip.GzipFile | None = None
@@ -185,6 +200,65 @@ class RecordingWriter:
                 self._gzip.close()  # the stream's end and its CRC
         finally:
             self._raw.close()
+
+
+def partial_path(path: str) -> str:
+    """Where the recorder writes FILE until it is finished: `FILE.partial`."""
+    return path + PARTIAL_SUFFIX
+
+
+def end_line(
+    exchanges: int, orders: int, webhooks: int, warnings: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The last line of a finished recording: its counts, that it was scanned, and the
+    warnings its run ended with."""
+    return {
+        "kind": END,
+        "exchanges": exchanges,
+        "orders": orders,
+        "webhooks": webhooks,
+        "scanned": True,
+        "warnings": list(warnings),
+    }
+
+
+def end_line_of(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The end line of a file holding `events` (its lines after the header, as dicts):
+    what a tool that writes recordings of its own (a test's stand-in) ends them with.
+    `orders` counts the distinct ids of order answers and webhook bodies, as the
+    recorder counts them."""
+    counts = {"exchange": 0, "webhook": 0}
+    orders: set[Any] = set()
+    for event in events:
+        kind = event.get("kind")
+        if kind not in counts:
+            continue
+        counts[kind] += 1
+        if kind == "webhook":
+            orders.add(_field(event.get("body"), "order_id"))
+            continue
+        request, response = event.get("request") or {}, event.get("response") or {}
+        if response.get("status") in (200, 201) and "/orders" in str(request.get("path")):
+            orders.add(_field(response.get("body"), "id"))
+    orders.discard(None)
+    return end_line(counts["exchange"], len(orders), counts["webhook"])
+
+
+def _field(body: Any, name: str) -> Any:
+    value = body.get(name) if isinstance(body, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def append_end(path: str | os.PathLike[str], end: dict[str, Any], *, gzipped: bool) -> None:
+    """Append the end line to a closed recording: plain, or as a gzip member of its own
+    (a gzip file may hold several, read back as one stream: RFC 1952, 2.2)."""
+    line = encode_line(end)
+    if gzipped:
+        line = gzip.compress(line, mtime=0)
+    with open(path, "ab") as file:
+        file.write(line)
+        file.flush()
+        os.fsync(file.fileno())
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:

@@ -3,9 +3,11 @@ docs/recording.md, "The file") and HAR 1.2 files from other tools (exchanges onl
 the webhooks of a HAR this package exported), into one `Recording`.
 
 Everything `compare` and `calibrate` know comes from here. A file that cannot be read is
-a `RecordingError` whose text is `file:line: reason`; a recorder killed mid-line leaves
-its last line cut short, and that line alone is dropped (every finished exchange is
-whole). Times become epoch seconds (wall time of the recording).
+a `RecordingError` whose text is `file:line: reason`. A finished recording ends with its
+`end` line (`Recording.end`); a recorder killed mid-line leaves its last line cut short:
+that line alone is left out, and named (`Recording.cut_line`), so that `trust` can say
+so (every finished exchange is whole). Times become epoch seconds (wall time of the
+recording).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from .fileformat import FORMAT, VERSION, read_bytes
+from .fileformat import END, FORMAT, VERSION, read_bytes
 
 
 class RecordingError(Exception):
@@ -71,6 +73,11 @@ class Recording:
     upstream: str | None
     exchanges: list[Exchange]
     webhooks: list[Webhook]
+    #: The `end` line of a finished recording (`fileformat.end_line`); None where the
+    #: file has none (a recorder killed or a file cut: never scanned, may end early).
+    end: dict[str, Any] | None = None
+    #: The number of a last line cut in the middle, left out; None where none was.
+    cut_line: int | None = None
 
     def events(self) -> list[Exchange | Webhook]:
         """Every event in arrival order (`seq`)."""
@@ -111,6 +118,9 @@ def _read_lines(path: str, text: str) -> Recording:
     header: dict[str, Any] | None = None
     exchanges: list[Exchange] = []
     webhooks: list[Webhook] = []
+    end: dict[str, Any] | None = None
+    end_number = 0
+    cut_line = None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -118,10 +128,19 @@ def _read_lines(path: str, text: str) -> Recording:
             record = json.loads(line)
         except ValueError as exc:
             if cut_short and number == len(lines):
-                break  # the line a killed recorder was writing
+                cut_line = number  # the line a killed recorder was writing
+                break
             raise RecordingError(f"{path}:{number}: not JSON ({exc})") from exc
         if header is None:
             header = _header(path, number, record)
+            continue
+        if end is not None:
+            raise RecordingError(
+                f"{path}:{number}: a line after the end line (line {end_number}): "
+                "a recording ends there (two files joined?)"
+            )
+        if isinstance(record, dict) and record.get("kind") == END:
+            end, end_number = record, number
             continue
         try:
             event = _event(record, number)
@@ -132,7 +151,7 @@ def _read_lines(path: str, text: str) -> Recording:
         raise RecordingError(f"{path}:1: empty: a recording begins with its header line")
     exchanges.sort(key=lambda e: e.seq)
     webhooks.sort(key=lambda w: w.seq)
-    return Recording(path, "recording", header.get("upstream"), exchanges, webhooks)
+    return Recording(path, "recording", header.get("upstream"), exchanges, webhooks, end, cut_line)
 
 
 def _header(path: str, number: int, record: Any) -> dict[str, Any]:
@@ -176,7 +195,7 @@ def _event(record: dict[str, Any], line: int) -> Exchange | Webhook:
             signature_valid=record.get("signature_valid"),
             line=line,
         )
-    raise ValueError(f"kind {kind!r} is neither exchange nor webhook")
+    raise ValueError(f"kind {kind!r} is neither exchange, webhook nor end")
 
 
 def _message(record: dict[str, Any]) -> Message:

@@ -5,6 +5,8 @@ tokens and order ids bound to the sandbox's (`rewriting.Binding`), and compares 
 answer with the recorded one (`findings`). When the last request is replayed, it adds
 the order statuses that differed (unless the sandbox showed the recorded one within
 tolerance), the balance changes between two reads, and each order's first webhook.
+A creation production refused for want of balance or stock is sent with that state set
+(`refusals.as_production_was`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from .findings import Finding, echoes_and_money, money_finding, order_values, sh
 from .judge import MIN_TOLERANCE, shown_within, status_spans, tolerances
 from .paths import BALANCE, CLIENT_CODE, ORDER, ORDERS, answer_kind
 from .reading import Exchange, Message, Webhook
+from .refusals import as_production_was
 from .rewriting import Binding
 from .sessions import Session
 from .shape_inference import Pair
 from .traces import TERMINAL, Trace
+from .trust import unanswered
 from .values import as_dict, cents, is_number, is_order, parse_time
 from .world import Receiver, Server, World, world_account
 
@@ -87,7 +91,7 @@ async def replay_session(
             await world.advance_to(max(world.now, event.at - session.start))
             if (
                 _NOT_REPLAYED.match(event.path)
-                or _unanswered(event)
+                or unanswered(event)
                 or state.names_failed_order(event)
             ):
                 result.skipped += 1
@@ -100,9 +104,10 @@ async def replay_session(
                 if scenario is not None:
                     headers.append(("X-Mock-Scenario", scenario))
             url = world.base_url + state.path(event.path) + state.query(event.query)
-            status, answer = await server.call(
-                event.method, url, data=state.body(event), headers=headers
-            )
+            async with as_production_was(world, event, key_of.get(state.account_of(event))):
+                status, answer = await server.call(
+                    event.method, url, data=state.body(event), headers=headers
+                )
             state.bind(event, status, answer, server.receiver, trace)
             recorded = _recorded_body(event.response)
             where = {
@@ -186,13 +191,6 @@ async def replay_session(
 
 
 _NOTHING = object()
-
-
-def _unanswered(exchange: Exchange) -> bool:
-    """The recorder's own 502 `upstream_unavailable`: production never answered, so
-    there is nothing of production's to compare (docs/recording.md, "Record")."""
-    body = as_dict(exchange.response.body)
-    return exchange.status == 502 and body.get("code") == "upstream_unavailable"
 
 
 def _recorded_body(message: Message) -> Any:

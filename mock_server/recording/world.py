@@ -220,6 +220,32 @@ class World:
         )
         return answer if status == 200 and isinstance(answer, dict) else {}
 
+    async def account_with_key(self, api_key: str) -> dict[str, Any] | None:
+        """`GET /_mock/accounts`: the account holding `api_key`, or None."""
+        status, answer = await self.server.call("GET", self.base_url + "/_mock/accounts")
+        accounts = answer.get("accounts") if status == 200 and isinstance(answer, dict) else None
+        return next((a for a in accounts or [] if api_key in a.get("api_keys", [])), None)
+
+    async def change_account(self, account_id: str, change: dict[str, Any]) -> None:
+        """`PATCH /_mock/accounts/{id}`."""
+        path = "/_mock/accounts/" + quote(account_id, safe="")
+        status, answer = await self.server.call("PATCH", self.base_url + path, body=change)
+        if status != 200:
+            raise ReplayError(f"PATCH {path} answered {status}: {answer}")
+
+    async def catalog_item(self, item_id: int) -> dict[str, Any] | None:
+        """`GET /_mock/catalog`: the item, or None where the catalog has no such item."""
+        status, answer = await self.server.call("GET", self.base_url + "/_mock/catalog")
+        items = answer.get("items") if status == 200 and isinstance(answer, dict) else None
+        return next((i for i in items or [] if i.get("id") == item_id), None)
+
+    async def change_item(self, item_id: int, change: dict[str, Any]) -> None:
+        """`PATCH /_mock/catalog/items/{id}`."""
+        path = f"/_mock/catalog/items/{item_id}"
+        status, answer = await self.server.call("PATCH", self.base_url + path, body=change)
+        if status != 200:
+            raise ReplayError(f"PATCH {path} answered {status}: {answer}")
+
     async def close(self) -> None:
         await self.server.call("DELETE", self.server.url + "/_mock/sandboxes/" + self.id)
 

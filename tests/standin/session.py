@@ -31,6 +31,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from mock_server.recording.fileformat import end_line_of
 from mock_server.recording.redaction import Redactor
 
 from .production import TERMINAL, Production, StandIn
@@ -221,6 +222,7 @@ class ProductionSession:
             line = json.loads(json.dumps(event))
             line = {"seq": seq, **line, "at": wall_iso(event["at"])}
             lines.append(redactor.redact(line) if redact else line)
+        lines.append(end_line_of(lines[1:]))
         return lines
 
     def write(self, path: str | Path, *, redact: bool = True) -> Path:
