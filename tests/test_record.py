@@ -161,9 +161,10 @@ def token_of(base: str, api_key: str) -> str:
 
 
 def events_of(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The header and the events, in seq order."""
+    """The header and the events, in seq order, of a finished file (its end line last)."""
     lines = [json.loads(line) for line in read_lines(path)]
-    return lines[0], sorted(lines[1:], key=lambda event: event["seq"])
+    assert lines[-1]["kind"] == "end" and lines[-1]["scanned"] is True, lines[-1]
+    return lines[0], sorted(lines[1:-1], key=lambda event: event["seq"])
 
 
 def exchanges(events: list[dict[str, Any]], method: str, suffix: str) -> list[dict[str, Any]]:
@@ -623,13 +624,16 @@ async def test_the_scan_removes_a_file_that_leaks(sandbox, tmp_path, capsys):
                 email = (await answer.json())["email"]
     finally:
         await recording.stop()
-    assert email in out.read_text(), "the rule really was defeated"
-    assert "emails" not in json.loads(out.read_text().splitlines()[0])["redaction"]
+    partial = Path(recording.partial)
+    assert email in partial.read_text(), "the rule really was defeated"
+    assert "emails" not in json.loads(partial.read_text().splitlines()[0])["redaction"]
 
     assert record.conclude(recording) == 1
-    assert not out.exists()
+    assert not out.exists() and not partial.exists()
     said = capsys.readouterr()
-    assert "line 3" in said.err and "email" in said.err and "removed" in said.err
+    # The event and the field, never a line of the file just removed, nor the value.
+    assert "(kind: email) stands in event seq 2 at /response/body/email" in said.err
+    assert "removed" in said.err and "line" not in said.err
     assert email not in said.err + said.out
 
 
@@ -753,13 +757,14 @@ def test_a_killed_recorder_leaves_every_finished_exchange(sandbox, recorder, nam
         assert call(rec.url, "POST", "/api/v1/orders", body, token=token).status == 201
     rec.popen.send_signal(signal.SIGKILL)
     rec.finish()
-    data = Path(rec.path).read_bytes()
+    assert not Path(rec.path).exists()  # unfinished: it never took the name asked for
+    data = Path(rec.path + ".partial").read_bytes()
     if name.endswith(".gz"):
         with pytest.raises(EOFError):
             gzip.decompress(data)  # cut short: no end of stream...
         data = zlib.decompressobj(wbits=31).decompress(data)  # ...yet readable
     lines = data.decode().splitlines()
-    assert len(lines) == 7 and lines == read_lines(rec.path)
+    assert len(lines) == 7 and lines == read_lines(rec.path + ".partial")
     assert json.loads(lines[0])["format"] == FORMAT
     events = [json.loads(line) for line in lines[1:]]
     assert [e["seq"] for e in events] == list(range(1, 7))
@@ -789,8 +794,16 @@ def test_sigterm_lets_exchanges_in_flight_finish(byte_upstream, recorder, name):
     data = Path(rec.path).read_bytes()
     if name.endswith(".gz"):
         data = gzip.decompress(data)  # a whole gzip stream: closed properly
-    header, event = (json.loads(line) for line in data.decode().splitlines())
+    header, event, end = (json.loads(line) for line in data.decode().splitlines())
     assert header["format"] == FORMAT and event["response"]["body_text"] == "done"
+    assert end == {
+        "kind": "end",
+        "exchanges": 1,
+        "orders": 0,
+        "webhooks": 0,
+        "scanned": True,
+        "warnings": [],
+    }
 
 
 def test_the_plant_demo_and_any_path_pass(sandbox, recorder):

@@ -132,7 +132,7 @@ def _reasons(plays: list[Play], sample: Play | None) -> dict[str, str]:
     why_not: dict[str, str] = {}
     for play in failed:
         assert play.scenario is not None
-        why_not.setdefault(play.scenario, f"order {play.trace.order_id}: {play.why_not or ''}")
+        why_not.setdefault(play.scenario, f"{play.why_not or ''} (order {play.trace.order_id})")
     return dict(sorted(why_not.items(), key=lambda item: _index(plays, item[0])))
 
 

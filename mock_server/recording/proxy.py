@@ -19,7 +19,14 @@ checked on the raw body with `mock_server.webhooks.verify`.
 
 Each exchange's line is redacted (`redaction`) and written (`fileformat`) before its
 answer goes out: a client that got its answer finds the exchange in the file, even if
-the recorder is killed the next instant.
+the recorder is killed the next instant. The file is `FILE.partial` until `finish` has
+scanned it and written its end line; only then is it renamed FILE, so an existing FILE
+is untouched until a run succeeds, and a file without its end line was never vouched
+for (docs/recording.md, "The file").
+
+`probe` asks the upstream once at start whether it answers; `warnings` names, after a
+run, what a user has likely got wrong (no webhook, signatures that did not verify, an
+upstream that answered nothing).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import asyncio
 import contextlib
 import os
 import re
+import ssl
 import sys
 import time
 import urllib.parse
@@ -38,15 +46,29 @@ import aiohttp
 from multidict import CIMultiDict
 
 from ..webhooks import verify
-from .fileformat import RecordingWriter, body_fields, read_bytes, wall_iso
+from .fileformat import (
+    RecordingWriter,
+    append_end,
+    body_fields,
+    end_line,
+    partial_path,
+    read_bytes,
+    wall_iso,
+)
 from .http1 import has_field, may_have_body
 from .listener import Listener, Reply, Request, envelope
 from .redaction import RULES, Leak, Redactor, scan
 from .upstream import Upstream, UpstreamError, UpstreamTimeout
 
 WEBHOOK_PATH = "/_record/webhook"
+#: The variable that gives `--webhook-secret` (named in a warning).
+SECRET_ENV_NAME = "MOCK_RECORD_WEBHOOK_SECRET"
 #: Seconds the upstream (and a webhook's receiver) has to answer whole.
 UPSTREAM_TIMEOUT = 30.0
+#: Seconds the start-up probe waits for the upstream's answer.
+PROBE_TIMEOUT = 5.0
+#: The probe's `User-Agent`: an upstream's log can tell it from the merchant's traffic.
+PROBE_AGENT = "mock-server-record (start-up probe)"
 #: How long a stop waits for the exchanges in flight: each may wait for the upstream.
 SHUTDOWN_GRACE = UPSTREAM_TIMEOUT + 5.0
 #: Connection-level headers (RFC 9110 section 7.6.1), never passed on; `Expect` is
@@ -148,10 +170,14 @@ class Recorder:
         webhook_secret: str | None = None,
         rules: Iterable[str] = RULES,
         upstream_timeout: float = UPSTREAM_TIMEOUT,
+        upstream_ssl: ssl.SSLContext | None = None,
         warn: Callable[[str], None] = _print_err,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.out = out
+        #: Where the file is written until it is finished (`finish`).
+        self.partial = partial_path(out)
+        self.upstream_ssl = upstream_ssl
         self.host = host
         self.port = port
         self.webhook_forward_to = webhook_forward_to
@@ -164,7 +190,11 @@ class Recorder:
         self.upstream_timeout = upstream_timeout
         self.warn = warn
         self.exchanges = 0
+        #: Exchanges the upstream answered (not the recorder's own 502).
+        self.answered = 0
         self.webhooks = 0
+        #: Deliveries whose signature did not verify with `webhook_secret`.
+        self.unverified = 0
         self.order_ids: set[str] = set()
         #: Why an event could not be recorded (the recording is then incomplete, and
         #: `failed` is set: the command stops); None while all is well.
@@ -206,12 +236,17 @@ class Recorder:
         path). `start` opens it when this was not called."""
         if self._writer is None:
             self._writer = RecordingWriter(
-                self.out, upstream=self.shown_upstream, redaction=self.redactor.names
+                self.partial,
+                upstream=self.shown_upstream,
+                redaction=self.redactor.names,
+                gzipped=self.out.endswith(".gz"),
             )
 
     async def start(self) -> tuple[str, int]:
         self.open()
-        self._upstream = Upstream(self.upstream, timeout=self.upstream_timeout)
+        self._upstream = Upstream(
+            self.upstream, timeout=self.upstream_timeout, ssl_context=self.upstream_ssl
+        )
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=0),
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -246,25 +281,86 @@ class Recorder:
             self._writer.close()
 
     def discard(self) -> None:
-        """Remove the file (a start that failed, a leak)."""
+        """Remove the unfinished file (a start that failed, a leak); FILE is untouched."""
         if self._writer is not None:
             self._writer.close()
         with contextlib.suppress(FileNotFoundError):
-            os.remove(self.out)
+            os.remove(self.partial)
 
     def finish(self) -> Leak | None:
-        """After `stop`: scan the finished file for every secret value seen; on a hit the
-        file is removed and the leak returned (its kind and line, never the value). A
-        file that cannot be read back is a `problem`: nothing vouches for it."""
+        """After `stop`: scan the closed file for every secret value seen; on a hit it is
+        removed and the leak returned (its kind, line and field, never the value).
+        Otherwise, unless a `problem` left it incomplete, its end line is written and it
+        is renamed FILE. A file that cannot be read back, or finished, is a `problem`:
+        nothing vouches for it, and it stays `FILE.partial`."""
         try:
-            text = read_bytes(self.out).decode("utf-8", "replace")
+            text = read_bytes(self.partial).decode("utf-8", "replace")
         except OSError as exc:
             self.problem = self.problem or f"cannot read it back to scan it: {_describe(exc)}"
             return None
         leak = scan(text, self.redactor.secrets)
         if leak is not None:
             self.discard()
-        return leak
+            return leak
+        if self.problem is not None:
+            return None
+        end = end_line(self.exchanges, self.orders, self.webhooks, self.warnings())
+        try:
+            append_end(self.partial, end, gzipped=self.out.endswith(".gz"))
+            os.replace(self.partial, self.out)
+        except OSError as exc:
+            self.problem = f"cannot finish it: {_describe(exc)}"
+        return None
+
+    def warnings(self) -> list[str]:
+        """What a user has likely got wrong, seen from the run's counts, each naming
+        the fix."""
+        found = []
+        if not self.exchanges:
+            found.append(
+                f"no exchange recorded: is your client's base URL the recorder's, {self.url}?"
+            )
+        elif not self.answered:
+            found.append(
+                f"the upstream answered none of the {self.exchanges} requests (each got 502 "
+                f"upstream_unavailable): check --upstream {self.shown_upstream} and that it "
+                "can be reached from here"
+            )
+        if self.orders and not self.webhooks:
+            found.append(
+                "no webhook recorded: is the account's webhook URL the recorder's receiver, "
+                f"{self.webhook_url} (or the public URL that forwards to it)?"
+            )
+        if self.unverified:
+            found.append(
+                f"{self.unverified} of {self.webhooks} webhook signatures did not verify: is "
+                f"--webhook-secret (or {SECRET_ENV_NAME}) the account's whsec_ signing secret?"
+            )
+        return found
+
+    async def probe(self, timeout: float = PROBE_TIMEOUT) -> str | None:
+        """Ask the upstream once (`HEAD` of its base URL: any answer will do, a refusal
+        too, and nothing is recorded): None when it answers, else a warning naming the
+        fix."""
+        upstream = Upstream(self.upstream, timeout=timeout, ssl_context=self.upstream_ssl)
+        try:
+            await upstream.request("HEAD", "/", [("User-Agent", PROBE_AGENT)], b"")
+        except UpstreamTimeout:
+            why = f"no answer within {timeout:g} s"
+        except UpstreamError as exc:
+            why = str(exc)
+        else:
+            return None
+        finally:
+            await upstream.close()
+        hint = ""
+        if "CERTIFICATE_VERIFY_FAILED" in why:
+            hint = " (a private CA? --upstream-ca PATH trusts it)"
+        return (
+            f"the upstream {self.shown_upstream} does not answer: {why}{hint}; check "
+            "--upstream (the recorder runs all the same: your client gets 502 "
+            "upstream_unavailable until it answers)"
+        )
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -280,7 +376,7 @@ class Recorder:
             return await self._webhook(request, self._seq)
         self._seq += 1
         seq = self._seq
-        reply = await self._pass_on(request)
+        reply, from_upstream = await self._pass_on(request)
         elapsed = (time.perf_counter() - started) * 1000
         sent = {"method": request.method, "path": path, "query": query}
         sent.update(_message(request.headers, request.body))
@@ -297,9 +393,11 @@ class Recorder:
         self._count_order(path, reply.status, answered.get("body"))
         self._record(event)
         self.exchanges += 1
+        self.answered += from_upstream
         return reply
 
-    async def _pass_on(self, request: Request) -> Reply:
+    async def _pass_on(self, request: Request) -> tuple[Reply, bool]:
+        """The upstream's answer, and True; or the recorder's own 502, and False."""
         assert self._upstream is not None
         # The client's own framing goes: the body goes on whole, framed by its length.
         headers = passed_on(request.headers, _REQUEST_ONLY)
@@ -313,19 +411,19 @@ class Recorder:
                 f"the upstream {self.shown_upstream} gave no whole answer within "
                 f"{self.upstream_timeout:g} s",
                 "upstream_unavailable",
-            )
+            ), False
         except UpstreamError as exc:
             return envelope(
                 502,
                 f"the upstream {self.shown_upstream} cannot be reached: {exc}",
                 "upstream_unavailable",
-            )
+            ), False
         headers = passed_on(answer.headers)
         if may_have_body(request.method, answer.status) and not has_field(
             headers, "content-length"
         ):
             headers.append(("Content-Length", str(len(answer.body))))  # it came chunked
-        return Reply(answer.status, headers, answer.body, answer.reason)
+        return Reply(answer.status, headers, answer.body, answer.reason), True
 
     async def _webhook(self, request: Request, seq: int) -> Reply:
         body, pairs = request.body, request.headers
@@ -350,6 +448,7 @@ class Recorder:
             self.order_ids.add(parsed["order_id"])
         self._record(event)
         self.webhooks += 1
+        self.unverified += valid is False
         return answer
 
     async def _forward(self, body: bytes, pairs: list[tuple[str, str]]) -> Reply:

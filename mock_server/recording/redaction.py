@@ -303,10 +303,20 @@ class Redactor:
 
 @dataclass(frozen=True)
 class Leak:
-    """A secret value found in the file: its kind and the file's line (1: the header)."""
+    """A secret value found in the file: its kind, the file's line (1: the header), the
+    `seq` of the event on that line (None for the header) and the field that holds it
+    (a JSON pointer, RFC 6901; "" where no one string of the line holds it whole).
+    Never the value."""
 
     kind: str
     line: int
+    seq: int | None = None
+    pointer: str = ""
+
+    def where(self) -> str:
+        """`event seq 7 at /response/body/detail`: where the secret stands."""
+        event = f"event seq {self.seq}" if self.seq is not None else f"line {self.line}"
+        return f"{event} at {self.pointer}" if self.pointer else event
 
 
 def _forms(value: str) -> set[str]:
@@ -326,15 +336,57 @@ def _inside_a_word(text: str, start: int, end: int) -> bool:
 
 def scan(text: str, found: Mapping[str, str]) -> Leak | None:
     """The first secret of `found` (value -> kind) that `text` holds, or None."""
-    hits: list[Leak] = []
+    hits: list[tuple[int, str, str]] = []  # (offset, kind, value)
     for value, kind in found.items():
         if len(value) < MIN_SCANNED:
             continue
-        short = len(value) < SHORT_VALUE
         for form in _forms(value):
-            start = text.find(form)
-            while start != -1 and short and _inside_a_word(text, start, start + len(form)):
-                start = text.find(form, start + 1)
+            start = _find(text, form, len(value) < SHORT_VALUE)
             if start != -1:
-                hits.append(Leak(kind, text.count("\n", 0, start) + 1))
-    return min(hits, key=lambda leak: leak.line) if hits else None
+                hits.append((start, kind, value))
+    if not hits:
+        return None
+    start, kind, value = min(hits)
+    line = text.count("\n", 0, start) + 1
+    first = text.rfind("\n", 0, start) + 1
+    end = text.find("\n", start)
+    seq, pointer = _field_of(text[first : end if end != -1 else len(text)], value)
+    return Leak(kind, line, seq, pointer)
+
+
+def _find(text: str, form: str, short: bool, start: int = 0) -> int:
+    """Where `form` stands in `text` (-1: nowhere); a short value only on its own."""
+    found = text.find(form, start)
+    while found != -1 and short and _inside_a_word(text, found, found + len(form)):
+        found = text.find(form, found + 1)
+    return found
+
+
+def _field_of(line: str, value: str) -> tuple[int | None, str]:
+    """The `seq` of the event on `line`, and the JSON pointer of the first key or string
+    that holds `value` ("" where none does: the line is no JSON, or the value spans
+    several strings)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None, ""
+    seq = record.get("seq") if isinstance(record, dict) else None
+    pointer = _pointer_to(record, value, "", len(value) < SHORT_VALUE)
+    return (seq if isinstance(seq, int) else None), pointer or ""
+
+
+def _pointer_to(node: Any, value: str, at: str, short: bool) -> str | None:
+    if isinstance(node, str):
+        return at if _find(node, value, short) != -1 else None
+    items: Iterable[tuple[Any, Any]] = ()
+    if isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    for key, child in items:
+        here = f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}"
+        if isinstance(key, str) and _find(key, value, short) != -1:
+            return here
+        if (found := _pointer_to(child, value, here, short)) is not None:
+            return found
+    return None

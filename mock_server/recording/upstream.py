@@ -48,7 +48,9 @@ class Answer:
 
 
 class Upstream:
-    def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, base_url: str, *, timeout: float = 30.0, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         self.secure = parts.scheme == "https"
         self.host = parts.hostname or ""
@@ -58,7 +60,8 @@ class Upstream:
         #: A base URL's own path (a sandbox's base path, say) comes before each target.
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
-        self._ssl = ssl.create_default_context() if self.secure else None
+        #: `ssl_context` trusts a private CA (`record --upstream-ca`); else the system's.
+        self._ssl = (ssl_context or ssl.create_default_context()) if self.secure else None
         self._idle: list[_Connection] = []
         self._busy: set[_Connection] = set()
         self._watcher: asyncio.Task[None] | None = None
