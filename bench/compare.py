@@ -1,7 +1,7 @@
 """`mock-server compare` on a large recording (docs/recording.md, "Compare"): one command.
 
     python bench/compare.py [--orders 1000] [--exchanges 10000] [--runs 3]
-                            [--recording PATH] [--no-write]
+                            [--shapes bench/shapes.yaml] [--recording PATH] [--no-write]
 
 A synthetic recording of `--exchanges` exchanges and `--orders` orders is made by
 driving an in-process sandbox (manual clock) as production's stand-in, as
@@ -14,11 +14,18 @@ filling the rest; the account's webhooks are recorded, answered 200 (every 25th 
 first attempt 500, so production retried). The recording is left in a temporary
 folder, its path printed (`--recording` reuses one).
 
+The `--shapes` case (docs/shapes.md), unless `--shapes ''`: a second recording of the
+same traffic, its stand-in answering and sending events in production's shapes
+(`--shapes`, by default [shapes.yaml](shapes.yaml): ten rules over `token`, `balance`,
+`order`, `order.webhook` and `event`), then `compare FILE --shapes PATH --json` of it,
+as a user replays a recording with the shapes `calibrate --shapes-out` wrote. The two
+cases alternate run by run (plain, shaped; then shaped, plain).
+
 Then `compare FILE --json` runs in a child process pinned to CPU 0 (`taskset -c 0`
-where it exists), `--runs` times: wall time from spawn to exit, and the child's peak
-RSS (`ru_maxrss`). Bars: under 30 s and 300 MiB. The child must exit 0 (no finding,
-every class explained: the recording is of the sandbox itself). Writes
-`bench/COMPARE.md` unless `--no-write`.
+where it exists), `--runs` times per case: wall time from spawn to exit, and the
+child's peak RSS (`ru_maxrss`). Bars, for each case: under 30 s and 300 MiB. The child
+must exit 0 (no finding, every class explained: the recording is of the sandbox itself,
+in the same shapes). Writes `bench/COMPARE.md` unless `--no-write`.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,6 +58,7 @@ from mock_server.config import Settings
 from mock_server.serving import Serving
 
 HERE = Path(__file__).resolve().parent
+SHAPES = HERE / "shapes.yaml"
 BAR_SECONDS = 30.0
 BAR_MIB = 300.0
 START = parse_iso("2026-03-01T10:00:00Z")
@@ -88,8 +97,9 @@ def _hide(kind: str, value: str) -> str:
 class Recorder:
     """The stand-in, a merchant client of it, and the recording of both."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, shapes: Path | None = None) -> None:
         self.out = out
+        self.shapes = shapes
         self.seq = 0
         self.now = START
         self.lines: list[str] = []
@@ -97,7 +107,8 @@ class Recorder:
         self.attempts: dict[str, int] = {}
 
     async def __aenter__(self) -> Recorder:
-        settings = Settings(clock="manual", seed=11, start_time=START)
+        shapes = str(self.shapes) if self.shapes else None
+        settings = Settings(clock="manual", seed=11, start_time=START, shapes=shapes)
         self.serving = Serving(create_app(settings), "127.0.0.1", 0, access_log=None)
         await self.serving.start()
         self.url = self.serving.url
@@ -222,8 +233,14 @@ class Recorder:
         )
         return answer
 
-    def write(self) -> None:
-        self.out.write_bytes(gzip.compress(("\n".join(self.lines) + "\n").encode()))
+    def write(self, orders: int) -> None:
+        """The recording, finished as the recorder finishes one: its `end` line last
+        (docs/recording.md, "The file"), so compare judges it whole."""
+        webhooks = sum(self.attempts.values())
+        end = {"kind": "end", "exchanges": self.exchanges, "orders": orders}
+        end |= {"webhooks": webhooks, "scanned": True, "warnings": []}
+        lines = [*self.lines, json.dumps(end)]
+        self.out.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
 
 
 def _redacted(value: Any) -> Any:
@@ -248,9 +265,12 @@ def _redacted(value: Any) -> Any:
     return value
 
 
-async def make_recording(path: Path, orders: int, exchanges: int) -> tuple[int, int]:
-    """Drive the stand-in; returns (exchanges, orders) recorded."""
-    async with Recorder(path) as recorder:
+async def make_recording(
+    path: Path, orders: int, exchanges: int, shapes: Path | None = None
+) -> tuple[int, int]:
+    """Drive the stand-in (answering in `shapes`' shapes, if given); returns (exchanges,
+    orders) recorded."""
+    async with Recorder(path, shapes) as recorder:
         keys = ["ak_test_default", "ak_second"]
         tokens = [
             (await recorder.call("POST", "/api/v1/auth/token/client", {"api_key": k}))[
@@ -308,15 +328,16 @@ async def make_recording(path: Path, orders: int, exchanges: int) -> tuple[int, 
                 answer = await recorder.call("POST", "/api/v1/auth/token/client", {"api_key": key})
                 tokens[number % 2] = answer["access_token"]
         await recorder.advance_to(recorder.now + 200)  # the last retries come in
-        recorder.write()
+        recorder.write(len(ids))
         return recorder.exchanges, len(ids)
 
 
-def measure(recording: Path, out: Path) -> tuple[float, float, int]:
-    """One `compare --json` in a child process: wall seconds, peak RSS in MiB, exit."""
+def measure(recording: Path, out: Path, shapes: Path | None = None) -> tuple[float, float, int]:
+    """One `compare --json` (with `--shapes`, if given) in a child process: wall seconds,
+    peak RSS in MiB, exit."""
+    options = [str(recording), "--json"] + (["--shapes", str(shapes)] if shapes else [])
     code = (
-        "import sys; from mock_server.recording.compare import main; "
-        f"sys.exit(main([{str(recording)!r}, '--json']))"
+        f"import sys; from mock_server.recording.compare import main; sys.exit(main({options!r}))"
     )
     argv = [sys.executable, "-c", code]
     if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
@@ -334,43 +355,82 @@ def main() -> int:
     parser.add_argument("--orders", type=int, default=1000)
     parser.add_argument("--exchanges", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--shapes",
+        default=str(SHAPES),
+        help="the shapes file of the --shapes case ('' leaves the case out)",
+    )
     parser.add_argument("--recording", type=Path, help="reuse this recording")
+    parser.add_argument(
+        "--shaped-recording", type=Path, help="reuse this recording for the --shapes case"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-compare-"))
-    recording = args.recording
-    if recording is None:
-        recording = work / "recording.jsonl.gz"
+    shapes = Path(args.shapes) if args.shapes else None
+    cases = [Case("compare", None, args.recording or work / "recording.jsonl.gz")]
+    if shapes is not None:
+        recording = args.shaped_recording or work / "shaped.jsonl.gz"
+        cases.append(Case("compare --shapes", shapes, recording))
+    for case in cases:
+        if case.recording.exists() and case.recording in (args.recording, args.shaped_recording):
+            continue
         started = time.perf_counter()
-        made, orders = asyncio.run(make_recording(recording, args.orders, args.exchanges))
-        size = recording.stat().st_size / 1024
-        took = time.perf_counter() - started
+        made, orders = asyncio.run(
+            make_recording(case.recording, args.orders, args.exchanges, case.shapes)
+        )
+        size = case.recording.stat().st_size / 1024
         print(
-            f"recording {recording}: {made} exchanges, {orders} orders, {size:.0f} KiB "
-            f"gzipped, made in {took:.1f} s",
+            f"recording {case.recording}{' (shaped)' if case.shapes else ''}: {made} "
+            f"exchanges, {orders} orders, {size:.0f} KiB gzipped, made in "
+            f"{time.perf_counter() - started:.1f} s",
             flush=True,
         )
-    runs = []
     for run in range(args.runs):
-        out = work / f"report-{run}.json"
-        seconds, mib, code = measure(recording, out)
-        report = json.loads(out.read_text()) if out.stat().st_size else {}
-        runs.append((seconds, mib, code, report))
-        print(f"run {run + 1}: {seconds:.2f} s, {mib:.0f} MiB, exit {code}", flush=True)
-    seconds = statistics.median(r[0] for r in runs)
-    mib = max(r[1] for r in runs)
-    summary = runs[-1][3].get("summary", {})
-    ok = all(r[2] == 0 for r in runs) and seconds <= BAR_SECONDS and mib <= BAR_MIB
-    table = render(recording, runs, seconds, mib, summary)
+        for case in cases if run % 2 == 0 else cases[::-1]:
+            out = work / f"report-{len(case.runs)}{'-shaped' if case.shapes else ''}.json"
+            seconds, mib, code = measure(case.recording, out, case.shapes)
+            report = json.loads(out.read_text()) if out.stat().st_size else {}
+            case.runs.append((seconds, mib, code, report))
+            print(
+                f"run {run + 1}, {case.name}: {seconds:.2f} s, {mib:.0f} MiB, exit {code}",
+                flush=True,
+            )
+    table = render(cases)
     print(table)
     if not args.no_write:
         (HERE / "COMPARE.md").write_text(table)
-    return 0 if ok else 1
+    return 0 if all(case.ok for case in cases) else 1
 
 
-def render(recording: Path, runs: list, seconds: float, mib: float, summary: dict) -> str:
+@dataclass
+class Case:
+    """One way of running compare: its name, the shapes it replays with, the recording,
+    and each run's (seconds, MiB, exit status, report)."""
+
+    name: str
+    shapes: Path | None
+    recording: Path
+    runs: list[tuple[float, float, int, dict]] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return statistics.median(r[0] for r in self.runs)
+
+    @property
+    def mib(self) -> float:
+        return max(r[1] for r in self.runs)
+
+    @property
+    def ok(self) -> bool:
+        clean = all(r[2] == 0 for r in self.runs)
+        return clean and self.seconds <= BAR_SECONDS and self.mib <= BAR_MIB
+
+
+def render(cases: list[Case]) -> str:
     pinned = shutil.which("taskset") and (os.cpu_count() or 1) > 1
     cpu = _cpu()
+    summary = cases[0].runs[-1][3].get("summary", {})
     lines = [
         "# `mock-server compare` on a large recording",
         "",
@@ -382,37 +442,59 @@ def render(recording: Path, runs: list, seconds: float, mib: float, summary: dic
         f"- **placement**: {'compare pinned to CPU 0 (taskset)' if pinned else 'unpinned'}",
         f"- **recording**: {summary.get('exchanges')} exchanges, {summary.get('orders')} "
         f"orders, {summary.get('webhooks')} webhooks, {summary.get('classes')} outcome "
-        f"classes ({recording.stat().st_size / 1024:.0f} KiB gzipped)",
-        "",
-        "| measure | value | bar | result |",
-        "|---|---|---|---|",
-        _row(
-            f"wall time, spawn to exit (median of {len(runs)})",
-            f"{seconds:.1f} s",
-            f"< {BAR_SECONDS:.0f} s",
-            seconds <= BAR_SECONDS,
-        ),
-        _row(
-            f"peak RSS (`ru_maxrss`, highest of {len(runs)})",
-            f"{mib:.0f} MiB",
-            f"< {BAR_MIB:.0f} MiB",
-            mib <= BAR_MIB,
-        ),
-        _row(
-            "exit status (0: every class explained, no finding)",
-            ", ".join(str(r[2]) for r in runs),
-            "0",
-            all(r[2] == 0 for r in runs),
-        ),
-        "",
-        "Every run: " + ", ".join(f"{r[0]:.2f} s / {r[1]:.0f} MiB" for r in runs),
-        "",
+        f"classes ({cases[0].recording.stat().st_size / 1024:.0f} KiB gzipped)",
     ]
+    for case in cases[1:]:
+        lines.append(
+            f"- **`{case.name}`**: the same traffic recorded from a stand-in answering in "
+            f"the shapes of `{_shown(case.shapes)}` "
+            f"({case.recording.stat().st_size / 1024:.0f} KiB gzipped), replayed with them"
+        )
+    lines += ["", "| case | measure | value | bar | result |", "|---|---|---|---|---|"]
+    for case in cases:
+        runs = case.runs
+        lines += [
+            _row(
+                f"`{case.name}`",
+                f"wall time, spawn to exit (median of {len(runs)})",
+                f"{case.seconds:.1f} s",
+                f"< {BAR_SECONDS:.0f} s",
+                case.seconds <= BAR_SECONDS,
+            ),
+            _row(
+                f"`{case.name}`",
+                f"peak RSS (`ru_maxrss`, highest of {len(runs)})",
+                f"{case.mib:.0f} MiB",
+                f"< {BAR_MIB:.0f} MiB",
+                case.mib <= BAR_MIB,
+            ),
+            _row(
+                f"`{case.name}`",
+                "exit status (0: every class explained, no finding)",
+                ", ".join(str(r[2]) for r in runs),
+                "0",
+                all(r[2] == 0 for r in runs),
+            ),
+        ]
+    lines.append("")
+    for case in cases:
+        every = ", ".join(f"{r[0]:.2f} s / {r[1]:.0f} MiB" for r in case.runs)
+        lines.append(f"Every run of `{case.name}`: {every}  ")
+    lines.append("")
     return "\n".join(lines)
 
 
-def _row(measure: str, value: str, bar: str, passed: bool) -> str:
-    return f"| {measure} | {value} | {bar} | **{'PASS' if passed else 'FAIL'}** |"
+def _shown(path: Path | None) -> str:
+    if path is None:
+        return ""
+    try:
+        return str(path.resolve().relative_to(HERE.parent))
+    except ValueError:
+        return str(path)
+
+
+def _row(case: str, measure: str, value: str, bar: str, passed: bool) -> str:
+    return f"| {case} | {measure} | {value} | {bar} | **{'PASS' if passed else 'FAIL'}** |"
 
 
 def _cpu() -> str:
