@@ -1,0 +1,82 @@
+"""What production's shapes cost a merchant answer (docs/shapes.md; bench/SHAPES.md):
+an answer of a kind no rule shapes is never parsed, and the same bytes answered again
+(an order looked up again and again) are parsed once but shaped each time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+from conftest import BASE_SETTINGS
+
+from mock_server.app import create_app
+from mock_server.domain.sandbox import Sandbox
+from mock_server.edge.jsonio import json_response
+from mock_server.merchant import shaping
+
+ORDER = {"id": "o-1", "item": 1001, "status": "pending", "price": 20.0, "webhook": None}
+
+
+class CountingJson:
+    """orjson as `shaping` uses it, counting the bodies it parses."""
+
+    JSONDecodeError = orjson.JSONDecodeError
+
+    def __init__(self) -> None:
+        self.parsed = 0
+
+    def loads(self, raw: bytes) -> Any:
+        self.parsed += 1
+        return orjson.loads(raw)
+
+
+@pytest.fixture
+def parses(monkeypatch) -> CountingJson:
+    counting = CountingJson()
+    monkeypatch.setattr(shaping, "orjson", counting)
+    return counting
+
+
+def sandbox_with(shapes: dict[str, Any]) -> Sandbox:
+    sandbox = create_app(BASE_SETTINGS).sandbox
+    sandbox.set_shapes(shapes)
+    return sandbox
+
+
+def test_an_answer_no_rule_shapes_is_left_unread(parses):
+    sandbox = sandbox_with({"balance": {"as": {"balance": "decimal_string"}}})
+    response = json_response(ORDER)
+    sent = response.body
+    assert shaping.shaped(sandbox, "/api/v1/orders/o-1", response).body is sent
+    assert parses.parsed == 0
+
+
+def test_the_same_bytes_are_parsed_once_and_shaped_for_each_answer(parses):
+    sandbox = sandbox_with({"order": {"add": {"request_id": "uuid", "item_id": {"copy": "item"}}}})
+    raw = json_response(ORDER).body
+    answers = [
+        orjson.loads(shaping.shaped(sandbox, "/v1/orders/o-1", json_response(ORDER)).body),
+        orjson.loads(shaping.shaped(sandbox, "/v1/orders/o-1", _answer(raw)).body),
+        orjson.loads(shaping.shaped(sandbox, "/v1/orders/o-1", _answer(raw)).body),
+    ]
+    assert [a["item_id"] for a in answers] == [1001, 1001, 1001]
+    assert len({a["request_id"] for a in answers}) == 3  # each answer draws its own
+    assert parses.parsed == 2  # the first answer's bytes, then `raw` once
+
+
+def test_a_refusal_outside_the_spec_s_envelope_is_left_as_it_is(parses):
+    sandbox = sandbox_with({"error": {"add": {"request_id": "uuid"}}})
+    response = json_response({"detail": "no such thing"}, 404)
+    sent = response.body
+    assert shaping.shaped(sandbox, "/api/v1/orders/nope", response).body is sent
+    enveloped = shaping.shaped(
+        sandbox, "/api/v1/orders/nope", json_response({"detail": "x", "code": "not_found"}, 404)
+    )
+    assert len(orjson.loads(enveloped.body)["request_id"]) == 36
+
+
+def _answer(raw: bytes) -> web.Response:
+    """An answer with these very bytes, as `OrderRenderings` gives an order read again."""
+    return web.Response(body=raw, content_type="application/json")
