@@ -6,6 +6,7 @@ from aiohttp import web
 
 from ..domain import admin
 from ..edge.context import params_of, sandbox_of
+from ..edge.json_stream import paced
 from ..edge.jsonio import json_response, read_document, read_object
 from ..errors import validation_error
 
@@ -52,11 +53,11 @@ async def patch_account(request: web.BaseRequest) -> web.Response:
 
 @routes.get("/_mock/accounts/{account_id}/ledger")
 async def read_ledger(request: web.BaseRequest) -> web.Response:
-    return json_response(
-        admin.ledger_view(
-            _state(request), params_of(request)["account_id"], request.query.get("order_id")
-        )
+    """Written in pieces, each rendered as it goes (docs/control-api.md)."""
+    view = admin.ledger_view(
+        _state(request), params_of(request)["account_id"], request.query.get("order_id")
     )
+    return paced.answer(view, sandbox_of(request))
 
 
 @routes.post("/_mock/accounts/{account_id}/api-keys")

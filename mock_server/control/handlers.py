@@ -17,6 +17,7 @@ from ..domain.deliveries import Delivery
 from ..domain.orders import Order
 from ..domain.randomness import MAX_SEED
 from ..edge.context import params_of, sandbox_of
+from ..edge.json_stream import paced
 from ..edge.jsonio import json_response, read_object
 from ..errors import validation_error
 
@@ -100,7 +101,9 @@ async def list_orders(request: web.BaseRequest) -> web.Response:
     offset = _count(query.get("offset"), "offset", default=0)
     limit = _count(query.get("limit"), "limit", default=None)
     page = orders[offset:] if limit is None else orders[offset : offset + limit]
-    return json_response({"orders": [order.to_json() for order in page], "total": len(orders)})
+    # Each order rendered as its piece is written (docs/control-api.md, "Orders").
+    listed = {"orders": (order.to_json() for order in page), "total": len(orders)}
+    return paced.answer(listed, sandbox_of(request))
 
 
 def _count(raw: str | None, name: str, *, default: int | None) -> int | None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ..domain import state_document
 from ..edge.context import sandbox_of
+from ..edge.json_stream import paced
 from ..edge.jsonio import json_response, read_json
 
 routes = web.RouteTableDef()
@@ -17,7 +19,9 @@ routes = web.RouteTableDef()
 
 @routes.get("/_mock/state")
 async def read_state(request: web.BaseRequest) -> web.Response:
-    return json_response(sandbox_of(request).dump_state())
+    """Written in pieces, each rendered as it goes (docs/state.md)."""
+    sandbox = sandbox_of(request)
+    return paced.answer(state_document.dump_as_read(sandbox), sandbox)
 
 
 @routes.put("/_mock/state")

@@ -14,7 +14,7 @@ from ..sourcefile import ConfigError
 from .accounts import MAX_BALANCE_CENTS, Account, AccountSpec, parse_accounts, to_cents
 from .catalog import Catalog, Item, parse_catalog
 from .destinations import DestinationRules
-from .ledger import Ledger
+from .ledger import Entry, Ledger
 from .money import major
 from .policy import Policy
 from .state import State
@@ -159,17 +159,16 @@ def _forget_account_activity(state: State) -> None:
 
 
 def ledger_view(state: State, account_id: str, order_id: str | None = None) -> dict[str, Any]:
-    """The account's entries (only one order's, with `order_id`); `conserved` is always
-    over every entry."""
+    """The account's entries (only one order's, with `order_id`), an iterator rendered
+    as it is read; `conserved` is always over every entry."""
     account = find_account(state, account_id)
-    entries = state.ledger.entries(account.id)
-    if order_id is not None:
-        entries = [entry for entry in entries if entry.order_id == order_id]
+    entries = state.ledger.entries_as_read(account.id, order_id)
     return {
         "account_id": account.id,
         "opening_balance": major(account.opening_balance),
         "balance": major(account.balance),
-        "entries": [entry.to_json() for entry in entries],
+        # Rendered as they are written (one order's found by index): docs/control-api.md.
+        "entries": map(Entry.to_json, entries),
         "conserved": state.ledger.conserved(account),
     }
 

@@ -7,6 +7,7 @@ The only way balances change: `charge` (order creation), `refund` (settlement) a
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +39,9 @@ class Entry:
 class _Book:
     """One account's entries as columns: cents as machine integers (balances are at
     most 10^15 cents), order ids and times shared with the orders. An `Entry` with its
-    two ints cost 136 bytes an order; this costs 33."""
+    two ints cost 136 bytes an order; this costs 33, and its place in `by_order`."""
 
-    __slots__ = ("kinds", "amounts", "balances", "order_ids", "times")
+    __slots__ = ("kinds", "amounts", "balances", "order_ids", "times", "by_order")
 
     def __init__(self) -> None:
         self.kinds = bytearray()  # index into KINDS
@@ -48,19 +49,42 @@ class _Book:
         self.balances = array("q")
         self.order_ids: list[str | None] = []
         self.times: list[float] = []
+        #: Where each order's entries are (its charge, and its refund if any): the
+        #: ledger read for one order costs its entries, not the account's (docs/hosting.md,
+        #: "What one request may cost"). One int for one entry, a tuple for more.
+        self.by_order: dict[str, int | tuple[int, ...]] = {}
 
     def append(
         self, kind: str, amount: int, balance_after: int, order_id: str | None, at: float
     ) -> None:
+        if order_id is not None:
+            index, found = len(self.times), self.by_order.get(order_id)
+            if found is None:
+                self.by_order[order_id] = index
+            else:
+                self.by_order[order_id] = (
+                    (found, index) if isinstance(found, int) else (*found, index)
+                )
         self.kinds.append(KINDS.index(kind))
         self.amounts.append(amount)
         self.balances.append(balance_after)
         self.order_ids.append(order_id)
         self.times.append(at)
 
-    def entries(self) -> list[Entry]:
-        rows = zip(self.kinds, self.amounts, self.balances, self.order_ids, self.times, strict=True)
-        return [Entry(KINDS[kind], amount, after, ref, at) for kind, amount, after, ref, at in rows]
+    def entry(self, index: int) -> Entry:
+        return Entry(
+            KINDS[self.kinds[index]],
+            self.amounts[index],
+            self.balances[index],
+            self.order_ids[index],
+            self.times[index],
+        )
+
+    def of_order(self, order_id: str) -> tuple[int, ...]:
+        found = self.by_order.get(order_id)
+        if found is None:
+            return ()
+        return (found,) if isinstance(found, int) else found
 
 
 class Ledger:
@@ -81,9 +105,19 @@ class Ledger:
         self._move(account, "adjustment", new_balance - account.balance, None, at)
         self.adjustments += 1
 
-    def entries(self, account_id: str) -> list[Entry]:
+    def entries(self, account_id: str, order_id: str | None = None) -> list[Entry]:
+        """The account's entries (only one order's, with `order_id`)."""
+        return list(self.entries_as_read(account_id, order_id))
+
+    def entries_as_read(self, account_id: str, order_id: str | None = None) -> Iterator[Entry]:
+        """The entries there are now, made one at a time as they are read: a large
+        account's ledger is written in pieces (docs/control-api.md), and the entries
+        made meanwhile are not among them. One order's come from the index."""
         book = self._books.get(account_id)
-        return book.entries() if book is not None else []
+        if book is None:
+            return iter(())
+        found = book.of_order(order_id) if order_id is not None else range(len(book.times))
+        return map(book.entry, found)
 
     def length(self, account_id: str) -> int:
         book = self._books.get(account_id)
@@ -92,19 +126,20 @@ class Ledger:
     def rows(self, account_id: str, start: int = 0) -> list[list[Any]]:
         """Entries from `start` on as `[kind, amount, balance_after, order_id, at]`
         (saved state; a state file asks for the few new ones after each change)."""
+        return list(self.rows_as_read(account_id, start))
+
+    def rows_as_read(self, account_id: str, start: int = 0) -> Iterator[list[Any]]:
+        """`rows`, made one at a time as they are read, of the entries there are now
+        (the state document is written in pieces)."""
         book = self._books.get(account_id)
         if book is None:
-            return []
-        return [
-            [
-                KINDS[book.kinds[i]],
-                book.amounts[i],
-                book.balances[i],
-                book.order_ids[i],
-                book.times[i],
-            ]
-            for i in range(start, len(book.times))
-        ]
+            return iter(())
+        kinds, amounts, balances = book.kinds, book.amounts, book.balances
+        order_ids, times = book.order_ids, book.times
+        return (
+            [KINDS[kinds[i]], amounts[i], balances[i], order_ids[i], times[i]]
+            for i in range(start, len(times))
+        )
 
     def restore(self, account_id: str, rows: list[list[Any]]) -> None:
         """Append saved entries as they were (balances are restored with the account)."""

@@ -13,7 +13,9 @@ live event readers are not state: they start empty.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+from collections.abc import Iterator
 from decimal import Decimal
 from sys import intern
 from typing import TYPE_CHECKING, Any, Protocol
@@ -57,6 +59,8 @@ class Saved(Protocol):
     faults: Faults
     coverage: Coverage
     shapes: Shapes
+    #: Changes each time the state is replaced whole (reset, new accounts, a document).
+    generation: int
 
     @property
     def clock(self) -> Clock: ...
@@ -67,15 +71,66 @@ FORMAT = 1
 DELIVERY_STATUSES = ("pending", "retrying", "delivered", "failed", "dropped")
 
 
+class Replaced(RuntimeError):
+    """The sandbox's state was replaced (a reset, new accounts, `PUT /_mock/state`)
+    while its document was being read: what is left to read is gone."""
+
+
 def dump(sandbox: Saved) -> dict[str, Any]:
+    """The whole document, every part made now."""
+    document = dump_as_read(sandbox)
+    ledger = document["ledger"]
+    for account_id, rows in ledger.items():
+        ledger[account_id] = list(rows)
+    for part in _GROWING:
+        document[part] = list(document[part])
+    return document
+
+
+#: The parts that grow with traffic, after the rest, in the document's order.
+_GROWING = ("tokens", "orders", "deliveries")
+
+
+def dump_as_read(sandbox: Saved) -> dict[str, Any]:
+    """The document, its parts that grow with traffic (every account's ledger, tokens,
+    orders, deliveries) iterators made as they are read, so that `GET /_mock/state` is
+    written in pieces (docs/state.md). What is listed is what there is now: each order
+    and delivery as it is when read; an order made meanwhile and its deliveries are not
+    among them, so the document always loads. An iterator read after the state was
+    replaced raises `Replaced`."""
     state = sandbox.state
     now = sandbox.clock.now()
+    orders = list(state.orders.values())
+    generation = sandbox.generation
     return dump_rest(sandbox) | {
-        "ledger": {account_id: state.ledger.rows(account_id) for account_id in state.accounts},
-        "tokens": [[t, g.account_id, g.api_key, g.expires_at] for t, g in state.tokens.live(now)],
-        "orders": [order_state(order) for order in state.orders.values()],
-        "deliveries": [delivery_state(d) for d in state.deliveries.values()],
+        "ledger": {a: state.ledger.rows_as_read(a) for a in state.accounts},
+        "tokens": iter(
+            [[t, g.account_id, g.api_key, g.expires_at] for t, g in state.tokens.live(now)]
+        ),
+        "orders": _orders_as_read(sandbox, orders, generation),
+        "deliveries": _deliveries_as_read(sandbox, len(orders), generation),
     }
+
+
+def _orders_as_read(sandbox: Saved, orders: list[Order], generation: int) -> Iterator[Any]:
+    for order in orders:
+        if sandbox.generation != generation:
+            raise Replaced("the sandbox's state was replaced while it was read: read it again")
+        yield order_state(order)
+
+
+def _deliveries_as_read(sandbox: Saved, listed: int, generation: int) -> Iterator[Any]:
+    """The deliveries there are once the orders are read (so that every delivery an
+    order names is among them), but those of orders made after the first `listed`."""
+    state = sandbox.state
+    if sandbox.generation != generation:
+        raise Replaced("the sandbox's state was replaced while it was read: read it again")
+    later = set(itertools.islice(state.orders, listed, None))
+    for delivery in list(state.deliveries.values()):
+        if sandbox.generation != generation:
+            raise Replaced("the sandbox's state was replaced while it was read: read it again")
+        if delivery.order_id not in later:
+            yield delivery_state(delivery)
 
 
 def dump_rest(sandbox: Saved) -> dict[str, Any]:

@@ -1,0 +1,263 @@
+"""The large reads and the saves a hosted sandbox makes (docs/hosting.md, "What one
+request may cost", "Quotas" and "Sizing"): on a server set up as docs/hosting.md says,
+a tenant holding only its own sandbox's control token and API key cannot make a read of
+everything it holds stall another tenant, nor make a `--state` save cost the whole of
+its catalog, nor hold codes without bound. Each test is an attack, written as it was
+tried.
+
+CPU is measured with `time.process_time()` around an in-process call; how long the
+shared event loop is held is the longest gap between two turns of a task that does
+nothing but yield, while the attack is under way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import orjson
+import pytest
+
+from mock_server.domain import state_document
+from mock_server.domain.admin import ledger_view
+from mock_server.domain.sandbox import Sandbox
+from mock_server.edge.json_stream import PACED_PER_SANDBOX, PIECE_BYTES, paced, pieces
+from mock_server.edge.jsonio import dumps
+
+ADMIN_TOKEN = "adm1n"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+#: docs/hosting.md, "A public test mode" (the default quotas of a created sandbox).
+HOSTED = {"admin_token": ADMIN_TOKEN, "webhook_deny_private": True, "sandbox_rate": 1000.0}
+#: What a piece, or a call, may cost: the docs' 50 ms, with room for a loaded machine.
+CPU_BOUND = 0.05
+#: The longest the event loop may be held while a large read is written: a few pieces'
+#: worth with room for a loaded machine (the whole read held it 0.35 to 0.7 s).
+STALL_BOUND = 0.1
+#: Orders in the sandbox read: enough that rendering a read whole held the loop for
+#: several times `STALL_BOUND`.
+ORDERS = 40_000
+
+
+@dataclass
+class Tenant:
+    client: Any
+    base: str
+    control: dict[str, str]
+    auth: dict[str, str]
+    sandbox: Sandbox
+
+    async def call(self, method: str, path: str, **options: Any) -> tuple[int, Any]:
+        own = self.auth if path.startswith("/api/") else self.control
+        headers = {**own, **options.pop("headers", {})}
+        response = await self.client.request(method, self.base + path, headers=headers, **options)
+        return response.status, await response.json()
+
+
+async def tenant(client: Any) -> Tenant:
+    response = await client.post("/_mock/sandboxes", json={}, headers=ADMIN)
+    created = await response.json()
+    assert response.status == 201, created
+    base = urlparse(created["base_url"]).path
+    token = await client.post(
+        base + "/api/v1/auth/token/client", json={"api_key": created["api_key"]}
+    )
+    assert token.status == 200, await token.text()
+    auth = {"Authorization": f"Bearer {(await token.json())['access_token']}"}
+    sandbox = client.app.sandboxes.find(created["id"]).sandbox
+    control = {"Authorization": f"Bearer {created['control_token']}"}
+    return Tenant(client, base, control, auth, sandbox)
+
+
+async def fill(attacker: Tenant, orders: int = ORDERS) -> str:
+    """`orders` orders, settled with their ledger entries; the account's id."""
+    sandbox = attacker.sandbox
+    account = next(iter(sandbox.state.accounts.values()))
+    status, _ = await attacker.call(
+        "PATCH", f"/_mock/accounts/{account.id}", json={"balance": 10**9}
+    )
+    assert status == 200
+    for n in range(orders):
+        sandbox.create_order(account, {"item_id": 1001, "merchant_order_id": f"o{n}"})
+    status, _ = await attacker.call("POST", "/_mock/clock/advance", json={"seconds": 600})
+    assert status == 200
+    return account.id
+
+
+@pytest.fixture
+async def tenants(make_client) -> tuple[Tenant, Tenant]:
+    """Two tenants of one hosted server: an attacker and a bystander."""
+    client = await make_client(**HOSTED)
+    return await tenant(client), await tenant(client)
+
+
+async def read_beside(attacker: Tenant, path: str, bystander: Tenant) -> tuple[Any, bytes, float]:
+    """Read `path` whole while the bystander calls: the answer, its body, and the
+    longest the event loop was held meanwhile."""
+    done = False
+    longest = 0.0
+    answered: list[int] = []
+
+    async def watch() -> None:
+        nonlocal longest
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest, last = max(longest, now - last), now
+
+    async def call() -> None:
+        while not done:
+            answered.append((await bystander.call("GET", "/api/v1/account/balance"))[0])
+
+    watching = asyncio.ensure_future(watch())
+    calling = asyncio.ensure_future(call())
+    await asyncio.sleep(0)
+    response = await attacker.client.get(attacker.base + path, headers=attacker.control)
+    parts = [part async for part in response.content.iter_any()]
+    done = True
+    await watching
+    await calling
+    assert answered and set(answered) == {200}  # the bystander was answered meanwhile
+    return response, b"".join(parts), longest
+
+
+# -- large reads -------------------------------------------------------------------------
+
+
+async def test_the_whole_orders_list_is_written_in_pieces_beside_other_tenants(tenants):
+    """Attack: `GET /_mock/orders` without `limit` at the order quota, which rendered
+    52 MB at once and held the event loop for 0.96 s."""
+    attacker, bystander = tenants
+    await fill(attacker)
+    response, body, held = await read_beside(attacker, "/_mock/orders", bystander)
+    assert response.status == 200
+    assert response.headers["Transfer-Encoding"] == "chunked"
+    orders = attacker.sandbox.state.orders.values()
+    assert body == dumps({"orders": [o.to_json() for o in orders], "total": ORDERS})
+    assert held < STALL_BOUND, f"the event loop was held {held:.3f} s"
+    # A page is as it was: small, whole, with its length.
+    page = await attacker.client.get(
+        attacker.base + "/_mock/orders?limit=2&sort=newest", headers=attacker.control
+    )
+    assert "Content-Length" in page.headers
+    assert [o["id"] for o in (await page.json())["orders"]] == list(attacker.sandbox.state.orders)[
+        :-3:-1
+    ]
+
+
+async def test_the_state_document_is_written_in_pieces_and_loads_back(tenants):
+    """Attack: `GET /_mock/state` at the order quota, 83 MB rendered at once (1.9 s)."""
+    attacker, bystander = tenants
+    await fill(attacker)
+    response, body, held = await read_beside(attacker, "/_mock/state", bystander)
+    assert response.status == 200
+    assert response.headers["Transfer-Encoding"] == "chunked"
+    assert body == dumps(attacker.sandbox.dump_state())
+    assert held < STALL_BOUND, f"the event loop was held {held:.3f} s"
+    attacker.sandbox.load_state(orjson.loads(body))  # it loads back (past PUT's 1 MiB)
+    assert len(attacker.sandbox.state.orders) == ORDERS
+
+
+async def test_an_accounts_ledger_is_written_in_pieces(tenants):
+    """Attack: an account's ledger at the order quota (two entries an order)."""
+    attacker, bystander = tenants
+    account_id = await fill(attacker)
+    path = f"/_mock/accounts/{account_id}/ledger"
+    response, body, held = await read_beside(attacker, path, bystander)
+    assert response.status == 200
+    assert response.headers["Transfer-Encoding"] == "chunked"
+    view = ledger_view(attacker.sandbox.state, account_id)
+    assert body == dumps(view | {"entries": list(view["entries"])})
+    assert held < STALL_BOUND, f"the event loop was held {held:.3f} s"
+
+
+async def test_one_orders_ledger_costs_its_entries_not_the_accounts(tenants):
+    """Attack: the ledger filtered by `order_id`, which scanned every entry of the
+    account (200 ms at the order quota): now found by index."""
+    attacker, _ = tenants
+    account_id = await fill(attacker)
+    status, failed = await attacker.call(
+        "POST",
+        "/api/v1/orders",
+        json={"item_id": 1001},
+        headers={"X-Mock-Scenario": "failed_out_of_stock"},
+    )
+    assert status == 201, failed
+    assert (await attacker.call("POST", "/_mock/clock/advance", json={"seconds": 600}))[0] == 200
+    state = attacker.sandbox.state
+    assert state.ledger.length(account_id) == ORDERS + 3  # the PATCH, the charges, a refund
+    last = failed["id"]
+
+    def read() -> list[Any]:
+        return list(ledger_view(state, account_id, last)["entries"])
+
+    started = time.process_time()
+    for _ in range(100):
+        entries = read()
+    spent = (time.process_time() - started) / 100
+    # Scanning 80,000 entries took over 10 ms; the index takes microseconds.
+    assert spent < 0.001, f"{spent * 1000:.2f} ms for one order's entries"
+    assert [e["kind"] for e in entries] == ["charge", "refund"]
+    path = f"/_mock/accounts/{account_id}/ledger?order_id={last}"
+    status, body = await attacker.call("GET", path)
+    assert status == 200 and body["entries"] == entries
+
+
+async def test_each_piece_of_a_large_read_costs_little(tenants):
+    """Whatever a sandbox holds at its quotas, one piece is rendered within the docs'
+    50 ms: the largest order is 1000 codes."""
+    attacker, _ = tenants
+    await fill(attacker, 5000)
+    huge = {"id": 9001, "name": "Keys", "product_type": "key", "price": 0, "max_quantity": 1000}
+    assert (await attacker.call("PUT", "/_mock/catalog", json=[huge]))[0] == 200
+    for _ in range(20):
+        order = {"item_id": 9001, "quantity": 1000}
+        assert (await attacker.call("POST", "/api/v1/orders", json=order))[0] == 201
+    assert (await attacker.call("POST", "/_mock/clock/advance", json={"seconds": 600}))[0] == 200
+    rendered = pieces(state_document.dump_as_read(attacker.sandbox))
+    costs = []
+    while True:
+        started = time.process_time()
+        piece = next(rendered, None)
+        costs.append(time.process_time() - started)
+        if piece is None:
+            break
+        assert len(piece) < PIECE_BYTES + 64 * 1024  # a piece and at most one item more
+    assert len(costs) > 50 and max(costs) < CPU_BOUND, max(costs)
+
+
+async def test_large_reads_left_unread_are_bounded_per_sandbox(tenants):
+    """Attack: many connections ask for the whole orders list and never read. Each
+    answer being written holds its list of orders; past `PACED_PER_SANDBOX` the next is
+    refused, until one of them is read or closed; another sandbox's reads are its own."""
+    attacker, bystander = tenants
+    await fill(attacker, 20_000)  # 10 MB of JSON: more than loopback's buffers take
+    client = attacker.client
+    request = (
+        f"GET {attacker.base}/_mock/orders HTTP/1.1\r\nHost: {client.host}\r\n"
+        f"Authorization: {attacker.control['Authorization']}\r\n\r\n"
+    ).encode()
+    unread = []
+    for _ in range(PACED_PER_SANDBOX):
+        reader, writer = await asyncio.open_connection(client.host, client.port)
+        writer.write(request)
+        assert b"Transfer-Encoding: chunked" in await reader.readuntil(b"\r\n\r\n")
+        unread.append(writer)
+    status, body = await attacker.call("GET", "/_mock/orders")
+    assert status == 429, body
+    assert body["code"] == "quota_exceeded" and "close the connections" in body["detail"]
+    status, _ = await bystander.call("GET", "/_mock/orders")
+    assert status == 200
+    unread.pop().close()
+    for _ in range(1000):  # the server sees the hang-up at its next write
+        status, body = await attacker.call("GET", "/_mock/orders?limit=1")
+        assert status == 200
+        if paced.writing(attacker.sandbox) < PACED_PER_SANDBOX:
+            break
+    status, body = await attacker.call("GET", "/_mock/orders")
+    assert status == 200 and body["total"] == 20_000
+    for writer in unread:
+        writer.close()
