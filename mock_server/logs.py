@@ -2,10 +2,12 @@
 (`--access-log off`).
 
 Access lines bypass the `logging` machinery (a large share of a lookup's cost went
-there: bench/FINDINGS.md section 1): `AccessLog` hands what the line will say to a
-`LineSink`, a block-buffered writer that `serve` flushes a few times a second and on
-shutdown, and that flushes itself whenever `BATCH` lines are waiting; lines are
-formatted then, in one batch, not while a request is answered.
+there: bench/FINDINGS.md section 1). Each request renders its own line as it is noted
+(under a microsecond for a text line), and hands it to a `LineSink`: a buffer that
+`serve` writes out a few times a second and on shutdown, and that writes itself out
+whenever `BATCH` lines are waiting. Rendering a batch of lines at once was a stall that
+every request in flight waited out and that reached the lookup's p99; a write of
+already rendered lines takes a few microseconds (bench/FINDINGS.md section 17).
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from typing import Any, TextIO
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web import BaseRequest, StreamResponse
 
+#: Seconds between the writes `serve` makes of whatever lines are waiting.
 FLUSH_INTERVAL = 0.2
-#: Lines rendered in one pass at most: under load, rendering a whole flush interval's
-#: lines at once was a stall that every request in flight waited out, and it set the
-#: lookup's p99 (bench/FINDINGS.md section 8).
+#: Lines waiting at most before the sink writes them out by itself: memory stays small
+#: under any load, and one write of 256 rendered lines takes ~15 µs.
 BATCH = 256
 
 
@@ -36,18 +38,19 @@ def access_log_options(sink: LineSink | None, log_format: str) -> dict[str, Any]
     all, so a request notes nothing. Start-up, the banner and errors print either way."""
     if sink is None:
         return {"access_log": None}
-    return {"access_log_class": AccessLog, "access_log": sink, "access_log_format": log_format}
+    writer = JsonAccessLog if log_format == "json" else TextAccessLog
+    return {"access_log_class": writer, "access_log": sink, "access_log_format": log_format}
 
 
 class LineSink:
-    """Collects lines and writes them out in one call per flush. An entry is a line, or
-    an access record that `AccessLog` left to be rendered here, off the request's path."""
+    """Collects rendered lines and writes them out in one call per flush; never drops
+    one (a full batch is written at once, the rest by `flush`)."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream if stream is not None else sys.stderr
-        self._lines: list[str | tuple] = []
+        self._lines: list[str] = []
 
-    def write(self, line: str | tuple) -> None:
+    def write(self, line: str) -> None:
         lines = self._lines
         lines.append(line)
         if len(lines) >= BATCH:
@@ -55,38 +58,53 @@ class LineSink:
 
     def flush(self) -> None:
         if self._lines:
-            entries = self._lines
+            lines = self._lines
             self._lines = []
-            lines = [e if type(e) is str else _render(e) for e in entries]
-            self._stream.write("\n".join(lines) + "\n")
+            lines.append("")  # the last line's newline
+            self._stream.write("\n".join(lines))
             self._stream.flush()
 
 
-class AccessLog(AbstractAccessLogger):
-    """aiohttp's designated extension point for access logs. `logger` is the runner's
-    `access_log` (here a `LineSink`); `log_format` its `access_log_format`, "text" or
-    "json". A request only notes what its line will say; the sink renders it."""
-
-    def log(self, request: BaseRequest, response: StreamResponse, time_taken: float) -> None:
-        record = (request.remote, request.method, request.path, response.status, time_taken)
-        if self.log_format == "json":
-            record += (time.time(),)
-        self.logger.write(record)  # type: ignore[attr-defined]
+def text_line(remote: str | None, method: str, path: str, status: int, seconds: float) -> str:
+    """`127.0.0.1 GET /api/v1/orders/o-1 200 1.2ms`."""
+    return f"{remote} {method} {path} {status} {seconds * 1000:.1f}ms"
 
 
-def _render(record: tuple) -> str:
-    """One access line: text (5 fields) or JSON (6: the wall time it was taken at)."""
-    remote, method, path, status, time_taken = record[:5]
-    if len(record) == 5:
-        return f"{remote} {method} {path} {status} {time_taken * 1000:.1f}ms"
+def json_line(
+    remote: str | None, method: str, path: str, status: int, seconds: float, at: float
+) -> str:
+    """One JSON object; `at` is the wall time (epoch seconds) the request ended."""
     return json.dumps(
         {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record[5])),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at)),
             "method": method,
             "path": path,
             "status": status,
-            "duration_ms": round(time_taken * 1000, 2),
+            "duration_ms": round(seconds * 1000, 2),
             "remote": remote,
         },
         separators=(",", ":"),
     )
+
+
+class TextAccessLog(AbstractAccessLogger):
+    """aiohttp's designated extension point for access logs: `logger` is the server's
+    `access_log` (a `LineSink`), `log_format` "text". Renders the request's line."""
+
+    def log(self, request: BaseRequest, response: StreamResponse, time_taken: float) -> None:
+        line = text_line(request.remote, request.method, request.path, response.status, time_taken)
+        self.logger.write(line)  # type: ignore[attr-defined]
+
+
+#: The text writer under its earlier name (bench/profile.py serves with it).
+AccessLog = TextAccessLog
+
+
+class JsonAccessLog(AbstractAccessLogger):
+    """As `TextAccessLog`, one JSON object per line (`--log-format json`)."""
+
+    def log(self, request: BaseRequest, response: StreamResponse, time_taken: float) -> None:
+        line = json_line(
+            request.remote, request.method, request.path, response.status, time_taken, time.time()
+        )
+        self.logger.write(line)  # type: ignore[attr-defined]

@@ -1,6 +1,6 @@
-"""The access-log sink: lines rendered in batches, off the request's path, never many at
-once (a large batch stalls every request in flight); and `--access-log on|off`, as a
-server started by the CLI writes it."""
+"""The access-log sink: each request's line rendered as it is noted, written out in
+batches (rendering a batch at once stalled every request in flight); and
+`--access-log on|off`, as a server started by the CLI writes it."""
 
 from __future__ import annotations
 
@@ -15,33 +15,69 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 
-from mock_server.logs import BATCH, LineSink
+from mock_server.logs import BATCH, JsonAccessLog, LineSink, TextAccessLog, access_log_options
 
-RECORD = ("127.0.0.1", "GET", "/api/v1/orders/o-1", 200, 0.00125)
+TEXT_LINE = "127.0.0.1 GET /api/v1/orders/o-1 200 1.2ms"
 
 
 def test_lines_wait_for_a_flush_until_a_batch_is_full():
     stream = io.StringIO()
     sink = LineSink(stream)
     for _ in range(BATCH - 1):
-        sink.write(RECORD)
+        sink.write(TEXT_LINE)
     assert stream.getvalue() == ""
     sink.write("a plain line")
     lines = stream.getvalue().splitlines()
     assert len(lines) == BATCH
-    assert lines[0] == "127.0.0.1 GET /api/v1/orders/o-1 200 1.2ms"
+    assert lines[0] == TEXT_LINE
     assert lines[-1] == "a plain line"
-    sink.write(RECORD)
+    sink.write(TEXT_LINE)
     sink.flush()
+    assert stream.getvalue().endswith(f"a plain line\n{TEXT_LINE}\n")
+    sink.flush()  # nothing waiting: nothing written
     assert len(stream.getvalue().splitlines()) == BATCH + 1
 
 
-def test_json_records_carry_their_wall_time():
+def note(log_format: str, sink: LineSink, seconds: float) -> None:
+    """One request noted the way aiohttp's server notes it, with the writer
+    `access_log_options` chooses for `log_format`."""
+    options = access_log_options(sink, log_format)
+    writer = options["access_log_class"](options["access_log"], options["access_log_format"])
+    request = make_mocked_request(
+        "GET", "/api/v1/orders/o-1", transport=FakeTransport(("127.0.0.1", 51234))
+    )
+    writer.log(request, web.Response(status=200), seconds)
+
+
+class FakeTransport:
+    """What a request reads its peer's address from."""
+
+    def __init__(self, peer: tuple[str, int]) -> None:
+        self.peer = peer
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return self.peer if name == "peername" else default
+
+
+def test_a_text_line_is_rendered_as_its_request_is_noted():
     stream = io.StringIO()
     sink = LineSink(stream)
-    sink.write((*RECORD, 0.0))
+    note("text", sink, 0.00125)
+    assert stream.getvalue() == ""  # written at the next flush, not per request
     sink.flush()
+    assert stream.getvalue() == TEXT_LINE + "\n"
+
+
+def test_json_lines_carry_the_wall_time_the_request_ended(monkeypatch):
+    monkeypatch.setattr("mock_server.logs.time.time", lambda: 0.0)
+    stream = io.StringIO()
+    sink = LineSink(stream)
+    note("json", sink, 0.00125)
+    monkeypatch.setattr("mock_server.logs.time.time", lambda: 86_400.0)
+    sink.flush()  # a flush a day later still writes the time the request ended
     line = json.loads(stream.getvalue())
     assert line == {
         "time": "1970-01-01T00:00:00Z",
@@ -51,6 +87,13 @@ def test_json_records_carry_their_wall_time():
         "duration_ms": 1.25,
         "remote": "127.0.0.1",
     }
+
+
+def test_the_format_picks_the_writer():
+    sink = LineSink(io.StringIO())
+    assert access_log_options(sink, "text")["access_log_class"] is TextAccessLog
+    assert access_log_options(sink, "json")["access_log_class"] is JsonAccessLog
+    assert access_log_options(None, "text") == {"access_log": None}
 
 
 LISTENING = re.compile(r"^listening on (http://127\.0\.0\.1:\d+)$")
