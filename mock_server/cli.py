@@ -70,6 +70,26 @@ RECORDING_COMMANDS = {
     "calibrate": "calibrate",
     "recording": "har",
 }
+#: `mock-server --help`'s list: every command of `COMMANDS`, one line each.
+SUB_COMMANDS = """\
+  serve (the default)   the sandbox server: the options below
+  validate PATH...      check config files (file:line: reason)
+  catalog generate      write a catalog snapshot
+  conformance --base-url URL --api-key KEY
+                        probe a server's answers against the spec
+  cluster nginx-config --listen HOST:PORT --node ID=HOST:PORT...
+                        the proxy configuration of a cluster
+  listen --base-url URL --forward-to URL
+                        bring a hosted sandbox's webhooks to this machine
+  record --upstream URL --out FILE
+                        record a client's traffic with the provider
+  compare FILE...       replay recordings against a sandbox: what would differ
+  calibrate FILE... [--out PATH]
+                        scenarios (and shapes) that behave like recordings
+  recording export --har FILE
+                        write a recording as HAR 1.2
+  recording show FILE   each recorded order's life and deliveries
+"""
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 _OPTIONS_BY_NAME = {option.name: option for option in SERVE_OPTIONS}
 
@@ -83,11 +103,8 @@ def serve_parser() -> argparse.ArgumentParser:
     """The parser of `mock-server [serve]`, one argument per `config.SERVE_OPTIONS`."""
     parser = argparse.ArgumentParser(
         prog="mock-server",
-        description="A high-fidelity sandbox of the digital-goods ordering service.\n"
-        "Sub-commands: serve (default), validate PATH..., catalog generate,\n"
-        "conformance --base-url URL --api-key KEY,\n"
-        "cluster nginx-config --listen HOST:PORT --node ID=HOST:PORT...,\n"
-        "listen --base-url URL --forward-to URL.",
+        description="A high-fidelity sandbox of the digital-goods ordering service.\n\n"
+        "Sub-commands (mock-server COMMAND --help says more):\n" + SUB_COMMANDS,
         # Each help line as written, unwrapped: a wrapped one could break a path or a
         # flag at its hyphen (`./mock-server-ca.pem`), and lines are short anyway.
         formatter_class=argparse.RawTextHelpFormatter,

@@ -7,7 +7,10 @@ each webhook delivery is an entry marked `"_direction": "inbound"` (with
 `"_signature_valid"`), its request the delivery and its response the receiver's
 answer (status 0 where none was recorded, HAR's "no answer"), which `reading.py` reads
 back as webhooks. Entries are in `seq` order, so the file reads back as the same
-session. Placeholders stay placeholders: nothing redacted comes back.
+session. Placeholders stay placeholders: nothing redacted comes back. HAR has no end
+line: exporting a file without its own says so on stderr (`trust.file_warnings`).
+
+`mock-server recording show FILE` prints each recorded order's life (`show`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .reading import Exchange, Message, Recording, RecordingError, Webhook, read_recording
+from .trust import file_warnings
 
 #: Where a webhook came in: the recorder's receiver (its address is not recorded).
 INBOUND_URL = "http://recorder.invalid/_record/webhook"
@@ -182,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("file", metavar="FILE", help="a recording (or a HAR file)")
     export.add_argument("--har", action="store_true", help="HAR 1.2 (the one format)")
     export.add_argument("--out", metavar="PATH", help="write here instead of stdout")
+    shown = commands.add_parser(
+        "show",
+        help="each recorded order's life and deliveries",
+        description="Print whether a recording is finished, then each recorded order's "
+        "observed life (creation, polls, client codes) and the webhook deliveries that "
+        "carried its id: what to read before committing a recording.",
+    )
+    shown.add_argument("file", metavar="FILE", help="a recording (or a HAR file)")
     return parser
 
 
@@ -191,6 +203,8 @@ def main(argv: Sequence[str]) -> int:
         args = parser.parse_args(list(argv))
     except SystemExit as exc:  # --help is 0, a bad flag 2
         return exc.code if isinstance(exc.code, int) else 2
+    if args.command == "show":
+        return _show(args.file)
     if not args.har:
         print("mock-server recording export: choose the format: --har", file=sys.stderr)
         return 2
@@ -199,6 +213,8 @@ def main(argv: Sequence[str]) -> int:
     except RecordingError as exc:
         print(exc, file=sys.stderr)
         return 2
+    for warning in file_warnings(recording):  # HAR has no end line to carry this
+        print(f"warning: {warning}", file=sys.stderr)
     text = json.dumps(to_har(recording), indent=2, ensure_ascii=False) + "\n"
     if args.out is None:
         sys.stdout.write(text)
@@ -208,4 +224,16 @@ def main(argv: Sequence[str]) -> int:
     except OSError as exc:
         print(f"{args.out}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
         return 2
+    return 0
+
+
+def _show(path: str) -> int:
+    from .show import show
+
+    try:
+        recording = read_recording(path)
+    except RecordingError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(show(recording))
     return 0

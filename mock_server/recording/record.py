@@ -188,10 +188,10 @@ def _upstream_ssl(
     context = ssl.create_default_context()
     try:
         context.load_verify_locations(cafile=ca)
+    except ssl.SSLError as exc:  # an OSError too: first
+        arguments.error(f"--upstream-ca {ca}: not a PEM CA certificate ({exc.reason or exc})")
     except OSError as exc:
         arguments.error(f"--upstream-ca {ca}: {exc.strerror or exc}")
-    except ssl.SSLError as exc:
-        arguments.error(f"--upstream-ca {ca}: not a PEM CA certificate ({exc.reason or exc})")
     return context
 
 
