@@ -80,3 +80,13 @@ def test_a_refusal_outside_the_spec_s_envelope_is_left_as_it_is(parses):
 def _answer(raw: bytes) -> web.Response:
     """An answer with these very bytes, as `OrderRenderings` gives an order read again."""
     return web.Response(body=raw, content_type="application/json")
+
+
+def test_a_file_that_shapes_events_alone_leaves_every_answer_unlooked_at(parses, monkeypatch):
+    sandbox = sandbox_with({"event": {"add": {"sent_at": "now"}}})
+    looked_at: list[str] = []
+    monkeypatch.setattr(shaping, "answer_kind", lambda path, *_: looked_at.append(path))
+    response = json_response(ORDER)
+    sent = response.body
+    assert shaping.shaped(sandbox, "/api/v1/orders/o-1", response).body is sent
+    assert looked_at == [] and parses.parsed == 0

@@ -3,9 +3,10 @@ here once, as it leaves `merchant.calls`, and is reshaped by its sandbox's shape
 when one applies to its kind. Without shapes (or with no rule for the kind) the answer
 leaves as it is, byte for byte.
 
-What this costs an answer no rule shapes is kept near nothing (bench/SHAPES.md): the
-kind is decided from the path and status before the body is read, and a body is parsed
-only when a rule of its kind may change it.
+What this costs an answer no rule shapes is kept near nothing (bench/SHAPES.md): a
+shapes file with rules for events alone leaves every answer unlooked at, the kind is
+decided from the path and status before the body is read, and a body is parsed only
+when a rule of its kind may change it.
 """
 
 from __future__ import annotations
@@ -16,19 +17,22 @@ import orjson
 from aiohttp import web
 
 from ..domain.sandbox import Sandbox
-from ..domain.shapes import answer_kind
+from ..domain.shapes import KINDS, Shapes, answer_kind
 from ..edge.jsonio import dumps
 
 #: Stands for a body in the spec's error envelope while the body is not read yet: with
 #: it, `answer_kind` names the kind an answer to that path and status has, if it has
 #: one (a refusal without `code` has none, and is then left as it is).
 _ENVELOPE = {"code": None}
+#: The kinds of merchant answers (`event` is the webhook body; `order` stands for
+#: `order.webhook` too, and `error` for `error.CODE`).
+_ANSWER_KINDS = tuple(kind for kind in KINDS if kind not in ("event", "order.webhook"))
 
 
 def shaped(sandbox: Sandbox, path: str, response: web.StreamResponse) -> web.StreamResponse:
     """`response` in production's shape for `path` (the path as a whole server sees it)."""
     shapes = sandbox.shapes
-    if not shapes or not isinstance(response, web.Response):
+    if not shapes or not isinstance(response, web.Response) or not _shapes_answers(shapes):
         return response
     status = response.status
     kind = answer_kind(path, status, _ENVELOPE)
@@ -43,6 +47,22 @@ def shaped(sandbox: Sandbox, path: str, response: web.StreamResponse) -> web.Str
     reshaped = shapes.shape(kind, body, sandbox.answer_facts(kind, body))
     response.body = dumps(reshaped)
     return response
+
+
+#: Per shapes file in use (by identity; the file itself kept, so that its id stays its
+#: own): whether any of its rules shapes a merchant answer.
+_answers_shaped: dict[int, tuple[Shapes, bool]] = {}
+#: A server's sandboxes share the `--shapes` file; each sandbox given its own adds one.
+_MAX_KNOWN = 1024
+
+
+def _shapes_answers(shapes: Shapes) -> bool:
+    known = _answers_shaped.get(id(shapes))
+    if known is None or known[0] is not shapes:
+        if len(_answers_shaped) >= _MAX_KNOWN:
+            _answers_shaped.clear()
+        known = _answers_shaped[id(shapes)] = (shapes, any(map(shapes.applies, _ANSWER_KINDS)))
+    return known[1]
 
 
 #: The last body parsed and what came of it: an order looked up again and again is
