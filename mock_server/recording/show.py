@@ -1,5 +1,5 @@
 """`mock-server recording show FILE`: what a recording holds, order by order
-(docs/recording.md, "Read it before you commit it"): whether the file is finished, then
+(docs/recording.md, "5. Read it, then commit it"): whether the file is finished, then
 each recorded order's observed life (its creation, each poll's status, client codes)
 and the webhook deliveries that carried its id, with the answer each got, in seconds
 after the order's creation. What one reads before committing a recording as a fixture.
