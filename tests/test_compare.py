@@ -843,7 +843,7 @@ def test_bad_input_to_recording_export_is_exit_2(tmp_path: Path, capsys) -> None
     assert har.main(["export", "--har", str(broken)]) == 2
     assert capsys.readouterr().err.startswith(f"{broken}:2: not JSON")
     good = tmp_path / "good.jsonl"
-    good.write_text(_header())
+    good.write_text(_one_balance_read())
     assert har.main(["export", str(good)]) == 2
     assert "--har" in capsys.readouterr().err
     for args in ([], ["import", str(good)], ["export"], ["export", "--har", str(good), "--zip"]):

@@ -14,6 +14,11 @@ say), every class is split by kind (product type, or item when types do not expl
 the split), each part a scenario with a `match` on the items of its kind the recording
 showed (`item_id`, one or a list: never a whole product type) and the count of that
 kind as its weight: for each kind of order, outcomes occur as often as they did.
+
+Exit status: 0; 1 when a file has no end line or a cut last line (`trust`: the
+scenarios are written all the same, a `warning:` line on stderr says why); 2 for a file
+it cannot read or with nothing to replay, no order created, or an output it cannot
+write.
 """
 
 from __future__ import annotations
