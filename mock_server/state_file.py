@@ -11,9 +11,13 @@ clock) are flushed as soon as the event loop is free. The file is in WAL mode wi
 
 Per sandbox the file holds the state document of `domain.state_document`, split so that a
 change costs its own size: one row per order, per delivery, per ledger entry and per
-token, and one row for the rest (accounts, catalog, queue, faults, clock, ...). A
-sandbox whose state was replaced wholesale (reset, `PUT /_mock/state`, new accounts) is
-written out whole.
+token; one row per catalog item, account and fault, and one for each other part kept
+apart (`state_document.split_rest`: the scenarios, the queue, the plants, the shapes),
+each rewritten only when it changed; and one small row for the rest (clock, random
+counts, coverage). A save thus costs what changed, not the whole catalog (the file's
+format 1 kept all of the rest in one row, rewritten on every change, and is read as it
+is). A sandbox whose state was replaced wholesale (reset, `PUT /_mock/state`, new
+accounts) is written out whole.
 
 A row's rowid is the order it was first written in, which is the order its order,
 delivery, token or sandbox was created in; the restore reads rows in rowid order, so
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import itertools
 import os
 import sqlite3
 from pathlib import Path
@@ -44,7 +49,7 @@ from .domain.sandboxes import Entry, Sandboxes
 from .errors import StateFileError
 
 #: The file's own format (its tables); the state document has `state_document.FORMAT`.
-FILE_FORMAT = 1
+FILE_FORMAT = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sandboxes (id TEXT PRIMARY KEY, entry TEXT NOT NULL,
@@ -58,8 +63,10 @@ CREATE TABLE IF NOT EXISTS ledger (sandbox TEXT, account TEXT, seq INTEGER, kind
                                    at REAL, PRIMARY KEY (sandbox, account, seq));
 CREATE TABLE IF NOT EXISTS tokens (sandbox TEXT, token TEXT, row TEXT NOT NULL,
                                    PRIMARY KEY (sandbox, token));
+CREATE TABLE IF NOT EXISTS parts (sandbox TEXT, part TEXT, key TEXT, doc TEXT NOT NULL,
+                                  PRIMARY KEY (sandbox, part, key));
 """
-_ROWS = ("orders", "deliveries", "ledger", "tokens")
+_ROWS = ("orders", "deliveries", "ledger", "tokens", "parts")
 #: Write a row, or change the one already there in place (keeping its rowid).
 _UPSERT_ORDER = (
     "INSERT INTO orders VALUES (?, ?, ?) ON CONFLICT (sandbox, id) DO UPDATE SET doc = excluded.doc"
@@ -71,6 +78,10 @@ _UPSERT_DELIVERY = (
 _UPSERT_TOKEN = (
     "INSERT INTO tokens VALUES (?, ?, ?) "
     "ON CONFLICT (sandbox, token) DO UPDATE SET row = excluded.row"
+)
+_UPSERT_PART = (
+    "INSERT INTO parts VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (sandbox, part, key) DO UPDATE SET doc = excluded.doc"
 )
 _UPSERT_SANDBOX = (
     "INSERT INTO sandboxes VALUES (?, ?, ?) "
@@ -85,6 +96,10 @@ class _Pending:
         self.orders: dict[str, Order] = {}
         self.deliveries: dict[str, Delivery] = {}
         self.tokens: list[str] = []
+        #: A control call was made: any part of the rest may have changed. Otherwise
+        #: (merchant calls, background work) only what `split_rest` looks at with
+        #: `items` and `accounts`.
+        self.control = False
 
 
 class _Saved:
@@ -93,6 +108,13 @@ class _Saved:
     def __init__(self) -> None:
         self.generation = -1  # not the sandbox's yet: write it whole first
         self.ledger: dict[str, int] = {}  # account id -> entries written
+        #: Each part kept apart, as the file holds it: its rows' keys in their order,
+        #: each with its fingerprint and the hash of its JSON. A part not here yet is
+        #: written whole (after a start, its rows may be in the rest of format 1).
+        self.parts: dict[str, dict[str, tuple[Any, int]]] = {}
+        #: The faults' part of the small rest as last written (a merchant call does not
+        #: change it).
+        self.faults: Any = None
 
     @classmethod
     def of(cls, sandbox: Sandbox) -> _Saved:
@@ -174,10 +196,12 @@ class StateFile:
         saved_rows = {
             table: self._by_sandbox(table) for table in ("orders", "deliveries", "tokens")
         }
+        parts = self._parts()
         for sandbox_id, entry_json, rest_json in rows:
             try:
                 own = {table: found.get(sandbox_id, []) for table, found in saved_rows.items()}
-                document = self._document(sandbox_id, orjson.loads(rest_json), own)
+                rest = state_document.join_rest(orjson.loads(rest_json), parts.get(sandbox_id, {}))
+                document = self._document(sandbox_id, rest, own)
                 entry = orjson.loads(entry_json)
                 if sandbox_id == DEFAULT_ID:
                     sandbox = sandboxes.resume_default(entry["created_at"]).sandbox
@@ -202,6 +226,9 @@ class StateFile:
         for entry in sandboxes.entries():
             self._watch(entry.sandbox)
         sandboxes.observers.append(self)
+        # Read whatever its format; written from now on in this one's (each sandbox's
+        # parts are written whole at its first save).
+        self._db.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(FILE_FORMAT),))
         self.flush()
 
     def _by_sandbox(self, table: str) -> dict[str, list[str]]:
@@ -213,6 +240,14 @@ class StateFile:
         query = f"SELECT sandbox, {column} FROM {table} ORDER BY rowid"  # noqa: S608
         for sandbox_id, text in self._db.execute(query):
             found.setdefault(sandbox_id, []).append(text)
+        return found
+
+    def _parts(self) -> dict[str, dict[str, list[Any]]]:
+        """Every part's rows, by sandbox and part, in the order written."""
+        found: dict[str, dict[str, list[Any]]] = {}
+        query = "SELECT sandbox, part, doc FROM parts ORDER BY rowid"
+        for sandbox_id, part, text in self._db.execute(query):
+            found.setdefault(sandbox_id, {}).setdefault(part, []).append(orjson.loads(text))
         return found
 
     def _document(
@@ -258,8 +293,8 @@ class StateFile:
         self._pending_of(sandbox).tokens.append(token)
 
     def touched(self, sandbox: Sandbox) -> None:
-        """Something else may have changed (a control call): rewrite its small part."""
-        self._pending_of(sandbox)
+        """Anything may have changed (a control call): look at every part of the rest."""
+        self._pending_of(sandbox).control = True
 
     def created(self, entry: Entry) -> None:
         self._watch(entry.sandbox)
@@ -273,10 +308,15 @@ class StateFile:
             for table in ("sandboxes", *_ROWS):
                 self._delete(entry.sandbox_id, table)
 
-    async def save(self, sandbox: Sandbox) -> None:
+    async def save(self, sandbox: Sandbox, *, merchant: bool = False) -> None:
         """After a call that may have changed `sandbox`: its changes are in the file when
-        this returns, before the call's answer leaves."""
-        self.touched(sandbox)
+        this returns, before the call's answer leaves. A `merchant` call changes no more
+        of the rest than its orders' items and accounts, the queue, the faults' uses and
+        the plants: only those are looked at."""
+        if merchant:
+            self._pending_of(sandbox)
+        else:
+            self.touched(sandbox)
         await self.committed()
 
     def committed(self) -> asyncio.Future[None]:
@@ -324,10 +364,10 @@ class StateFile:
         sandbox, sandbox_id = entry.sandbox, entry.sandbox_id
         saved = self._saved.setdefault(sandbox_id, _Saved())
         if saved.generation != sandbox.generation:
-            self._write_whole(entry)
-            self._saved[sandbox_id] = _Saved.of(sandbox)
+            self._saved[sandbox_id] = saved = _Saved.of(sandbox)
+            self._write_whole(entry, saved)
             return
-        self._write_entry(entry)
+        self._write_entry(entry, saved, changes)
         for order in changes.orders.values():
             self._db.execute(
                 _UPSERT_ORDER, (sandbox_id, order.id, _json(state_document.order_state(order)))
@@ -353,12 +393,13 @@ class StateFile:
             )
             saved.ledger[account_id] = start + len(rows)
 
-    def _write_whole(self, entry: Entry) -> None:
+    def _write_whole(self, entry: Entry, saved: _Saved) -> None:
+        """Every row of the sandbox anew (`saved` knows no part yet)."""
         document = entry.sandbox.dump_state()
         sandbox_id = entry.sandbox_id
         for table in _ROWS:
             self._delete(sandbox_id, table)
-        self._write_entry(entry, document)
+        self._write_entry(entry, saved)
         self._db.executemany(
             "INSERT INTO orders VALUES (?, ?, ?)",
             [(sandbox_id, o["id"], _json(o)) for o in document["orders"]],
@@ -380,9 +421,30 @@ class StateFile:
             [(sandbox_id, t[0], _json(t)) for t in document["tokens"]],
         )
 
-    def _write_entry(self, entry: Entry, document: dict[str, Any] | None = None) -> None:
-        document = document or _rest(entry.sandbox)
-        rest = {k: v for k, v in document.items() if k not in _ROWS}
+    def _write_entry(self, entry: Entry, saved: _Saved, changes: _Pending | None = None) -> None:
+        """The sandbox's entry and small rest, and the rows of its parts that changed:
+        after merchant calls and background work, only those they can change."""
+        sandbox = entry.sandbox
+        if (
+            changes is not None
+            and not changes.control
+            and saved.faults is not None
+            and all(part in saved.parts for part in state_document.APART)
+        ):
+            orders = changes.orders.values()
+            rest, parts = state_document.split_rest(
+                sandbox,
+                items={order.item_id for order in orders},
+                accounts={order.account_id for order in orders},
+            )
+            rest["faults"] = saved.faults
+            chosen = ("catalog", "accounts")
+        else:
+            rest, parts = state_document.split_rest(sandbox)
+            saved.faults = rest["faults"]
+            chosen = ()
+        for part, rows in parts.items():
+            self._write_part(entry.sandbox_id, part, rows, saved, only=part in chosen)
         info = {
             "options": entry.options,
             "keys": entry.keys,
@@ -392,6 +454,73 @@ class StateFile:
             "ttl": entry.ttl,
         }
         self._db.execute(_UPSERT_SANDBOX, (entry.sandbox_id, _json(info), _json(rest)))
+
+    def _write_part(
+        self,
+        sandbox_id: str,
+        part: str,
+        rows: list[state_document.Row],
+        saved: _Saved,
+        *,
+        only: bool = False,
+    ) -> None:
+        """The rows of `part` that changed since it was last written: a row is made
+        (and encoded) only when its fingerprint changed, and written only when its JSON
+        did. Rows gone are deleted, new ones appended; rows in another order are all
+        written anew, so that the rowid order stays the part's order. `only`: `rows`
+        are some of the part's rows, the others as they were."""
+        before = saved.parts.get(part)
+        if only and before is not None:
+            self._write_rows(sandbox_id, part, rows, before)
+            return
+        kept: dict[str, tuple[Any, int]] = {}
+        changed: dict[str, str] = {}
+        for key, fingerprint, make in rows:
+            old = before.get(key) if before is not None else None
+            if old is not None and fingerprint is not None and old[0] == fingerprint:
+                kept[key] = old
+                continue
+            text = _json(make())
+            kept[key] = (fingerprint, hash(text))
+            if old is None or old[1] != kept[key][1]:
+                changed[key] = text
+        saved.parts[part] = kept
+        if before is not None and _in_order(before, kept):
+            gone = [(sandbox_id, part, key) for key in before if key not in kept]
+            self._db.executemany(
+                "DELETE FROM parts WHERE sandbox = ? AND part = ? AND key = ?", gone
+            )
+            self._db.executemany(
+                _UPSERT_PART, [(sandbox_id, part, key, text) for key, text in changed.items()]
+            )
+            return
+        self._db.execute("DELETE FROM parts WHERE sandbox = ? AND part = ?", (sandbox_id, part))
+        self._db.executemany(
+            "INSERT INTO parts VALUES (?, ?, ?, ?)",
+            [
+                (sandbox_id, part, key, changed[key] if key in changed else _json(make()))
+                for key, _, make in rows
+            ],
+        )
+
+    def _write_rows(
+        self,
+        sandbox_id: str,
+        part: str,
+        rows: list[state_document.Row],
+        before: dict[str, tuple[Any, int]],
+    ) -> None:
+        """Some rows of a part already written, each where it is."""
+        for key, fingerprint, make in rows:
+            old = before.get(key)
+            if old is None:
+                continue  # not the part's any more: a control call replaced it since
+            if fingerprint is not None and old[0] == fingerprint:
+                continue
+            text = _json(make())
+            before[key] = (fingerprint, hash(text))
+            if old[1] != before[key][1]:
+                self._db.execute(_UPSERT_PART, (sandbox_id, part, key, text))
 
     def _delete(self, sandbox_id: str, table: str) -> None:
         column = "id" if table == "sandboxes" else "sandbox"
@@ -414,9 +543,10 @@ class StateFile:
         os.close(self._lock)
 
 
-def _rest(sandbox: Sandbox) -> dict[str, Any]:
-    """The state document without its growing parts (those have rows of their own)."""
-    return state_document.dump_rest(sandbox)
+def _in_order(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether `after` is `before` with some keys gone and others added at the end."""
+    still = [key for key in before if key in after]
+    return list(itertools.islice(after, len(still))) == still
 
 
 def _json(value: Any) -> str:

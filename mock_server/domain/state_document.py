@@ -13,9 +13,10 @@ live event readers are not state: they start empty.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from decimal import Decimal
 from sys import intern
 from typing import TYPE_CHECKING, Any, Protocol
@@ -152,6 +153,109 @@ def dump_rest(sandbox: Saved) -> dict[str, Any]:
         "coverage": sandbox.coverage.dump(),
         "shapes": dict(sandbox.shapes.document),
     }
+
+
+#: A row of a part kept apart: its key, a fingerprint that changes whenever the row may
+#: have (None: compare its JSON), and how to make it.
+Row = tuple[str, Hashable | None, Callable[[], Any]]
+#: The parts of the rest that a state file keeps apart, row by row (see `split_rest`):
+#: an item, an account and a fault are a row each; the others one row.
+APART = (
+    "catalog",
+    "accounts",
+    "faults",
+    "scenarios_loaded",
+    "scenario_sources",
+    "queue",
+    "plants",
+    "shapes",
+)
+_LISTS = ("catalog", "accounts")
+
+
+def split_rest(
+    sandbox: Saved, *, items: Iterable[int] | None = None, accounts: Iterable[str] | None = None
+) -> tuple[dict[str, Any], dict[str, list[Row]]]:
+    """`dump_rest` as a state file keeps it (docs/state.md): the small rest (the clock,
+    the random counts, coverage, the faults' next id), and the rows of each part in
+    `APART`, made only when their fingerprints change, so that a save costs what
+    changed rather than the whole catalog, accounts, faults and scenarios.
+
+    With `items` and `accounts` (after merchant calls and background work, which change
+    no more of the rest than the stock of their orders' items, their accounts' balances,
+    the queue, the faults' uses and the plants), only those catalog items and accounts
+    are rows, the parts only control calls change are left out, and so is the faults'
+    next id."""
+    state, clock, faults = sandbox.state, sandbox.clock, sandbox.faults
+    small = {
+        "format": FORMAT,
+        "seed": sandbox.seed,
+        "clock": {"mode": clock.mode, "time_scale": clock.time_scale, "now": clock.now()},
+        "random": dict(state.randomness.drawn),
+        "coverage": sandbox.coverage.dump(),
+    }
+    queue = sandbox.queue
+    catalog = state.catalog.items
+    chosen_items = catalog.values() if items is None else filter(None, map(catalog.get, items))
+    chosen_accounts = (
+        state.accounts.values()
+        if accounts is None
+        else filter(None, map(state.accounts.get, accounts))
+    )
+    rows: dict[str, list[Row]] = {
+        "catalog": [
+            (str(item.id), (item, item.price, item.in_stock, item.stock), item.to_feed)
+            for item in chosen_items
+        ],
+        "accounts": [(a.id, None, functools.partial(_account, a)) for a in chosen_accounts],
+        "faults": [(str(f.id), (f, f.times), f.to_json) for f in faults.list()],
+        "queue": [
+            (
+                "",
+                tuple((entry, entry.remaining) for entry in queue),
+                lambda: [entry.to_json() for entry in queue],
+            )
+        ],
+        "plants": [("", None, state.plants.dump)],
+    }
+    if items is None and accounts is None:
+        small["faults"] = {"next_id": faults.dump()["next_id"]}  # the faults are rows
+        rows |= _control_parts(sandbox)
+    return small, rows
+
+
+def _control_parts(sandbox: Saved) -> dict[str, list[Row]]:
+    """The parts only control calls change."""
+    loaded = sandbox.loaded_documents
+    return {
+        "scenarios_loaded": [
+            (
+                "",
+                (sandbox.startup, loaded, len(loaded)),
+                lambda: [*startup_scenarios(sandbox.startup), *loaded],
+            )
+        ],
+        "scenario_sources": [
+            ("", tuple(sandbox.scenarios.values()), lambda: scenario_sources(sandbox))
+        ],
+        "shapes": [("", sandbox.shapes, lambda: dict(sandbox.shapes.document))],
+    }
+
+
+def join_rest(small: dict[str, Any], rows: dict[str, list[Any]]) -> dict[str, Any]:
+    """The rest back from what `split_rest` made, each part's rows in their order. A
+    part the small rest still holds (a file of the first format kept everything there)
+    is kept as it is."""
+    rest = dict(small)
+    for part in _LISTS:
+        rest.setdefault(part, rows.get(part, []))
+    faults = rest.get("faults")
+    if isinstance(faults, dict) and "faults" not in faults:
+        rest["faults"] = faults | {"faults": rows.get("faults", [])}
+    for part in APART:
+        if part not in rest and rows.get(part):
+            rest[part] = rows[part][0]
+    return rest
 
 
 def startup_scenarios(startup: StartupState) -> list[dict[str, Any]]:

@@ -95,7 +95,7 @@ class MerchantCalls:
             response = _fault_response(fault.id, fault.status, method, path)
         state_file = self._state_file
         if state_file is not None and method not in READS:  # a read changes nothing
-            await state_file.save(sandbox)
+            await state_file.save(sandbox, merchant=True)
         if fault is None and not wait:
             _count(sandbox.coverage, refused, path)
         body = b""
