@@ -79,6 +79,8 @@ def _summary(document: dict[str, Any]) -> str:
     unexplained, findings = summary["unexplained"], summary["shape_findings"]
     if code == 0:
         verdict = "Clean: every outcome class is explained and no answer's shape differs."
+    elif not unexplained and not findings:
+        verdict = "Not to be trusted as clean: see the warnings below."
     else:
         verdict = (
             f"Drift: {unexplained} of {summary['classes']} outcome classes unexplained, "
