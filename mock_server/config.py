@@ -59,6 +59,7 @@ class Settings:
     # What a sandbox may hold (docs/hosting.md, "Quotas"). None: not set, so a created
     # sandbox gets quotas.CREATED_DEFAULTS and the default sandbox none.
     sandbox_max_orders: int | None = None
+    sandbox_max_codes: int | None = None
     sandbox_max_scenarios: int | None = None
     sandbox_max_accounts: int | None = None
     sandbox_max_catalog: int | None = None
@@ -238,6 +239,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         )
         for quota, what in (
             ("orders", "orders"),
+            ("codes", "key units in orders (delivered codes)"),
             ("scenarios", "scenarios loaded at run time"),
             ("accounts", "accounts"),
             ("catalog", "catalog items"),

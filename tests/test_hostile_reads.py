@@ -361,3 +361,81 @@ async def test_a_state_file_of_the_first_format_is_read_and_migrated(make_client
         assert "catalog" not in orjson.loads(rest)  # its items are rows of their own now
     third = await make_client(create_app(replace(BASE_SETTINGS, state=path)))
     assert await (await third.get("/_mock/state")).json() == after
+
+
+# -- delivered codes ---------------------------------------------------------------------
+
+KEYS = {"id": 9001, "name": "Keys", "product_type": "key", "price": 1, "max_quantity": 1000}
+
+
+async def test_key_units_past_the_codes_quota_are_refused_at_creation(make_client):
+    """Attack: key orders of 1000 units up to the order quota: 100,000 of them held 10^8
+    codes, about 7 GB. Past `--sandbox-max-codes` an order is refused whole."""
+    client = await make_client(**HOSTED, sandbox_max_codes=2500)
+    attacker, bystander = await tenant(client), await tenant(client)
+    assert (await attacker.call("PUT", "/_mock/catalog", json=[KEYS]))[0] == 200
+    for quantity in (1000, 1000, 500):
+        order = {"item_id": 9001, "quantity": quantity}
+        assert (await attacker.call("POST", "/api/v1/orders", json=order))[0] == 201
+    _, balance = await attacker.call("GET", "/api/v1/account/balance")
+    drawn = dict(attacker.sandbox.state.randomness.drawn)
+    status, body = await attacker.call(
+        "POST", "/api/v1/orders", json={"item_id": 9001, "quantity": 1}
+    )
+    assert status == 429, body
+    assert body["code"] == "quota_exceeded"
+    assert "--sandbox-max-codes" in body["detail"] and "POST /_mock/reset" in body["detail"]
+    assert (await attacker.call("GET", "/api/v1/account/balance"))[1] == balance
+    assert attacker.sandbox.state.randomness.drawn == drawn
+    assert (await attacker.call("GET", "/_mock/orders"))[1]["total"] == 3
+    # Another sandbox's codes are its own.
+    assert (await bystander.call("PUT", "/_mock/catalog", json=[KEYS]))[0] == 200
+    order = {"item_id": 9001, "quantity": 1000}
+    assert (await bystander.call("POST", "/api/v1/orders", json=order))[0] == 201
+    # A document holding more is refused whole (a settled order's units are history,
+    # but they are codes held); a reset frees room.
+    assert (await attacker.call("POST", "/_mock/clock/advance", json={"seconds": 600}))[0] == 200
+    _, document = await attacker.call("GET", "/_mock/state")
+    document["orders"][0]["quantity"] = 1001
+    status, body = await attacker.call("PUT", "/_mock/state", json=document)
+    assert status == 429 and "--sandbox-max-codes" in body["detail"], body
+    assert (await attacker.call("POST", "/_mock/reset"))[0] == 200
+    assert attacker.sandbox.state.key_units == 0
+
+
+async def test_a_created_sandbox_has_a_codes_quota_and_the_default_none(make_client):
+    from mock_server.config import Settings, created_quotas, default_quotas
+    from mock_server.domain.quotas import CREATED_DEFAULTS
+
+    assert created_quotas(Settings()).codes == CREATED_DEFAULTS["codes"] == 1_000_000
+    assert default_quotas(Settings()).codes is None
+    assert default_quotas(Settings(sandbox_max_codes=5)).codes == 5
+
+
+async def test_a_code_costs_what_the_sizing_says(make_client):
+    """docs/hosting.md, "Sizing": about 75 bytes a delivered code (its string of 17
+    characters and its place in the order's tuple), so a sandbox at the default codes
+    quota holds at most about 72 MiB of them."""
+    import gc
+    import tracemalloc
+
+    client = await make_client(**HOSTED)
+    attacker = await tenant(client)
+    assert (await attacker.call("PUT", "/_mock/catalog", json=[KEYS]))[0] == 200
+    sandbox = attacker.sandbox
+    account = next(iter(sandbox.state.accounts.values()))
+    sandbox.create_order(account, {"item_id": 9001, "quantity": 1000})
+    await sandbox.advance(600)  # what settling allocates once
+    orders = [sandbox.create_order(account, {"item_id": 9001, "quantity": 1000}) for _ in range(20)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        await sandbox.advance(600)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert all(len(order.codes) == 1000 for order in orders)
+    per_code = grown / 20_000
+    assert 60 < per_code < 90, f"{per_code:.1f} bytes a code"

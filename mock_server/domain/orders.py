@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from types import MappingProxyType
@@ -150,3 +150,9 @@ class Order:
 
 def _number(value: Quantity) -> int | float:
     return float(value) if isinstance(value, Decimal) else value
+
+
+def key_units(orders: Iterable[Order]) -> int:
+    """The units of the key orders among `orders`: each is a code an order delivers or
+    may still deliver, what the `codes` quota counts (docs/hosting.md, "Quotas")."""
+    return sum(int(order.quantity) for order in orders if order.product_type == "key")

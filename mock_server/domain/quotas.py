@@ -1,10 +1,11 @@
-"""What one sandbox may hold (docs/hosting.md, "Quotas"): orders, scenarios loaded at run
-time, accounts, catalog items, injected faults, scenario queue entries, unexpired
-access tokens, API keys, ledger adjustments, manual webhook redeliveries and open
-streams (`/_mock/events`, `/_mock/listen`). On a server many merchants share, a
-sandbox that grew without bound would take the memory every other sandbox lives in. A
-call past a quota is refused with 429 `quota_exceeded` (the token endpoint's own
-`{"error"}` shape there, spec 4.1), before anything is made, charged or stored.
+"""What one sandbox may hold (docs/hosting.md, "Quotas"): orders, the key units they
+deliver (codes), scenarios loaded at run time, accounts, catalog items, injected
+faults, scenario queue entries, unexpired access tokens, API keys, ledger adjustments,
+manual webhook redeliveries and open streams (`/_mock/events`, `/_mock/listen`). On a
+server many merchants share, a sandbox that grew without bound would take the memory
+every other sandbox lives in. A call past a quota is refused with 429 `quota_exceeded`
+(the token endpoint's own `{"error"}` shape there, spec 4.1), before anything is made,
+charged or stored.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from .tokens import TOKEN_LIFETIME
 #: Each quota's flag and how to free room under it.
 _WHAT = {
     "orders": ("orders", "--sandbox-max-orders", "POST /_mock/reset empties the sandbox"),
+    "codes": (
+        "key units in its orders (each one a code delivered)",
+        "--sandbox-max-codes",
+        "POST /_mock/reset empties the sandbox (PUT /_mock/accounts drops the orders too)",
+    ),
     "scenarios": (
         "scenarios loaded at run time",
         "--sandbox-max-scenarios",
@@ -76,6 +82,7 @@ _WHAT = {
 #: A created sandbox's quotas when the server sets none (the default sandbox has none).
 CREATED_DEFAULTS = {
     "orders": 100_000,
+    "codes": 1_000_000,
     "scenarios": 100,
     "accounts": 100,
     "catalog": 10_000,
@@ -94,6 +101,7 @@ class Quotas:
     """A sandbox's quotas; None: no quota."""
 
     orders: int | None = None
+    codes: int | None = None
     scenarios: int | None = None
     accounts: int | None = None
     catalog: int | None = None

@@ -38,7 +38,7 @@ from .lifecycle import Lifecycle
 from .listeners import Listeners
 from .money import charge_for, major
 from .order_request import OrderRequest, parse_order_request
-from .orders import PENDING_WEBHOOK, Order
+from .orders import PENDING_WEBHOOK, Order, key_units
 from .plants import Plant
 from .policy import Policy
 from .quotas import NO_QUOTAS, Quotas
@@ -218,6 +218,8 @@ class Sandbox:
             raise validation_error("The request body must be a JSON object", "malformed body")
         forced = self._named_scenario(scenario_name) if scenario_name is not None else None
         request = parse_order_request(body, self.state.catalog)
+        if request.item.product_type == "key":
+            self.quotas.check("codes", self.state.key_units + int(request.quantity))
         ref = request.merchant_order_id
         existing = self.state.order_id_for_ref(account.id, ref) if ref is not None else None
         if existing is not None:
@@ -408,6 +410,7 @@ class Sandbox:
         # timer left in the scheduler would hold its order (docs/hosting.md, "Quotas").
         self.scheduler.forget_owners(replaced)
         self.state.manual_attempts = 0
+        self.state.key_units = 0
         self.generation += 1  # orders and deliveries of the old accounts are gone
         return accounts
 
@@ -512,6 +515,7 @@ class Sandbox:
         self.policy.check_keys(restored.state.account_by_key)
         quotas = self.quotas
         quotas.check("orders", len(restored.state.orders))
+        quotas.check("codes", key_units(restored.state.orders.values()))
         quotas.check("accounts", len(restored.state.accounts))
         quotas.check("catalog", len(restored.state.catalog))
         quotas.check("scenarios", restored.runtime_scenarios)
@@ -533,6 +537,7 @@ class Sandbox:
         self.lifecycle.cancel_all()
         state = restored.state
         state.manual_attempts = _manual_attempts(state)
+        state.key_units = key_units(state.orders.values())
         self.scheduler.reset(state.clock)
         self.seed = restored.seed
         self.state = state
@@ -626,6 +631,8 @@ class Sandbox:
         )
         order.history += ("pending", now)
         self.state.orders[order.id] = order
+        if order.product_type == "key":
+            self.state.key_units += int(order.quantity)
         if order.merchant_order_id is not None:
             refs = self.state.orders_by_merchant_ref.setdefault(account.id, {})
             refs[order.merchant_order_id] = order.id

@@ -40,6 +40,9 @@ class State:
     #: Manual attempts (`POST /_mock/webhooks/{id}/redeliver`) the deliveries hold: what
     #: the `redeliveries` quota counts (docs/hosting.md, "Quotas").
     manual_attempts: int = 0
+    #: Units of the key orders held, each a code delivered or to be: what the `codes`
+    #: quota counts (docs/hosting.md, "Quotas").
+    key_units: int = 0
 
     @classmethod
     def build(

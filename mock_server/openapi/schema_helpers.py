@@ -248,7 +248,7 @@ def merchant_errors(*, reads_body: bool, authenticated: bool = True) -> dict[str
 
 #: What a call past one of a sandbox's quotas answers (docs/hosting.md, "Quotas").
 QUOTA_EXCEEDED = (
-    "The sandbox holds what its quota allows (`--sandbox-max-orders`, `-scenarios`, "
+    "The sandbox holds what its quota allows (`--sandbox-max-orders`, `-codes`, `-scenarios`, "
     "`-accounts`, `-catalog`, `-faults`, `-queue`, `-tokens`, `-api-keys`, `-adjustments`, "
     "`-redeliveries`; a created sandbox has them "
     "by default): the detail names the quota and how to free room. Nothing was made, "
