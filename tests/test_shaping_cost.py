@@ -90,3 +90,37 @@ def test_a_file_that_shapes_events_alone_leaves_every_answer_unlooked_at(parses,
     sent = response.body
     assert shaping.shaped(sandbox, "/api/v1/orders/o-1", response).body is sent
     assert looked_at == [] and parses.parsed == 0
+
+
+async def test_an_order_read_again_is_shaped_once_while_its_bytes_and_facts_stay(
+    make_client, monkeypatch
+):
+    """Rules that make the same value each time: the shaped answer is kept and sent
+    again; a change of what a rule reads (the webhook URL it copies) shapes anew."""
+    from conftest import login
+
+    shaped: list[bytes] = []
+    encode = shaping.dumps
+    monkeypatch.setattr(shaping, "dumps", lambda data: shaped.append(encode(data)) or shaped[-1])
+    client = await make_client(webhook_url="http://127.0.0.1:9/hooks")
+    client.app.sandbox.set_shapes(
+        {
+            "order": {"add": {"item_id": {"copy": "item"}}},
+            "order.webhook": {"add": {"url": {"copy": "delivery.url"}}},
+        }
+    )
+    merchant = await login(client)
+    status, order = await merchant.create({"item_id": 1001})
+    assert len(shaped) == 1
+    first = await merchant.order(order["id"])
+    second = await merchant.order(order["id"])
+    assert first == second and first["item_id"] == 1001
+    assert len(shaped) == 2  # the creation, then the first lookup: the second was kept
+    account = (await (await client.get("/_mock/accounts")).json())["accounts"][0]
+    patched = await client.patch(
+        f"/_mock/accounts/{account['id']}", json={"webhook_url": "http://127.0.0.1:8/other"}
+    )
+    assert patched.status == 200
+    third = await merchant.order(order["id"])
+    assert third["webhook"]["url"] == "http://127.0.0.1:8/other"
+    assert len(shaped) == 3

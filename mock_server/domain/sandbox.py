@@ -16,6 +16,8 @@ import random
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import orjson
+
 from ..clock import Clock, iso, make_clock
 from ..errors import (
     TokenError,
@@ -478,6 +480,24 @@ class Sandbox:
             url = account.webhook_url if account is not None else None
         return order_facts(body, state.catalog, primary, url, now, self.shape_rng)
 
+    def answer_facts_key(self, order_id: str) -> tuple[Any, ...]:
+        """What an order answer's facts depend on beyond its own bytes (whose `webhook`
+        object already shows its delivery's state): its item's choice options, which
+        only a new catalog changes, and where its webhook goes. Two answers with the
+        same bytes and key take the same facts (`merchant.shaping` keeps shaped answers
+        by it)."""
+        state = self.state
+        order = state.orders.get(order_id)
+        if order is None:
+            return (id(state.catalog),)
+        account = state.accounts.get(order.account_id)
+        primary = next((d for d in state.deliveries_by_order.of(order_id) if not d.copy), None)
+        return (
+            id(state.catalog),
+            account.webhook_url if account is not None else None,
+            primary.url if primary is not None else None,
+        )
+
     def event_body(self, delivery: Delivery, url: str | None) -> bytes:
         """The bytes an attempt of `delivery` to `url` sends: the order-result event, in
         production's shape when a shapes file says so (what is signed; kept as the
@@ -485,7 +505,7 @@ class Sandbox:
         shapes = self.shapes
         if not shapes.applies("event"):
             return event_body(delivery.order)
-        event = json.loads(event_body(delivery.order))
+        event = orjson.loads(event_body(delivery.order))
         facts = Facts(
             now=self.clock.now(),
             named=delivery_facts(delivery, url),
@@ -493,7 +513,10 @@ class Sandbox:
             rng=self.shape_rng,
         )
         shaped = shapes.shape("event", event, facts)
-        delivery.sent = json.dumps(shaped, separators=(",", ":"), ensure_ascii=False).encode()
+        try:
+            delivery.sent = orjson.dumps(shaped)
+        except TypeError:  # an integer past 64 bits (a `const`): the standard encoder
+            delivery.sent = json.dumps(shaped, separators=(",", ":")).encode()
         return delivery.sent
 
     # -- saved state (docs/state.md) -----------------------------------------------------

@@ -110,6 +110,9 @@ class KindRules:
     convert: tuple[tuple[str, Callable[[Any], Any]], ...] = ()
     drop: tuple[str, ...] = ()
     choice_fields: str | None = None
+    #: Whether a rule makes a new value each time (`uuid`, `int`, `now`): otherwise the
+    #: same answer and facts always shape the same.
+    varies: bool = False
 
     def apply(self, body: dict[str, Any], facts: Facts) -> dict[str, Any]:
         shaped = dict(body)
@@ -150,6 +153,15 @@ class Shapes:
         if kind == "order":
             return "order" in self.rules or "order.webhook" in self.rules
         return kind in self.rules
+
+    def varies(self, kind: str) -> bool:
+        """Whether a rule that may shape a `kind` answer makes a new value each time
+        (`uuid`, `int`, `now`): if not, the same answer and facts always shape the same,
+        and a shaped answer may be kept and sent again."""
+        if kind == "error":
+            return any(r.varies for n, r in self.rules.items() if n.split(".")[0] == "error")
+        names = (kind, "order.webhook") if kind == "order" else (kind,)
+        return any(self.rules[n].varies for n in names if n in self.rules)
 
     def shape(self, kind: str, body: Any, facts: Facts | None = None) -> Any:
         """`body` as production shapes a `kind` answer; as it is where no rule applies.
@@ -294,7 +306,15 @@ def _parse_rules(kind: str, rules: Any, source: str) -> KindRules:
         tuple(convert),
         tuple(n for n in drop if n not in protected),
         choice,
+        varies=any(map(_varies, _mapping(rules, "add", problem).values())),
     )
+
+
+def _varies(rule: Any) -> bool:
+    """Whether an `add` rule makes a new value each time it is applied."""
+    if isinstance(rule, dict):
+        return bool(rule.keys() & {"uuid", "now", "int"})
+    return rule in ("uuid", "now")
 
 
 def _protected(kind: str) -> frozenset[str]:
