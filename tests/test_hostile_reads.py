@@ -439,3 +439,29 @@ async def test_a_code_costs_what_the_sizing_says(make_client):
     assert all(len(order.codes) == 1000 for order in orders)
     per_code = grown / 20_000
     assert 60 < per_code < 90, f"{per_code:.1f} bytes a code"
+
+
+async def test_a_state_document_read_while_the_sandbox_works_still_loads(tenants):
+    """docs/state.md: the orders there were when the call came, each as it is when its
+    piece is written; an order made meanwhile is left out; a state replaced meanwhile
+    cuts the document off."""
+    attacker, _ = tenants
+    sandbox = attacker.sandbox
+    account = next(iter(sandbox.state.accounts.values()))
+    first = sandbox.create_order(account, {"item_id": 1001})
+    document = state_document.dump_as_read(sandbox)
+    rendered = pieces(document, size=1)
+    written = b""
+    while not written.endswith(b'"orders":['):
+        written += next(rendered)
+    later = sandbox.create_order(account, {"item_id": 1001})
+    await sandbox.advance(600)  # the first settles while it is read
+    body = b"".join(rendered)
+    orders = orjson.loads(b"[" + body.partition(b',"deliveries"')[0])
+    assert [o["id"] for o in orders[0:1]] == [first.id] and later.id not in body.decode()
+    assert orders[0]["status"] == "completed"
+    reading = state_document.dump_as_read(sandbox)["orders"]
+    next(reading)
+    sandbox.reset()
+    with pytest.raises(state_document.Replaced):
+        next(reading)
