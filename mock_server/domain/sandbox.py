@@ -491,11 +491,11 @@ class Sandbox:
         if order is None:
             return (id(state.catalog),)
         account = state.accounts.get(order.account_id)
-        primary = next((d for d in state.deliveries_by_order.of(order_id) if not d.copy), None)
+        primary = order.webhook  # its primary delivery, once it has one
         return (
             id(state.catalog),
             account.webhook_url if account is not None else None,
-            primary.url if primary is not None else None,
+            primary.url if isinstance(primary, Delivery) else None,
         )
 
     def event_body(self, delivery: Delivery, url: str | None) -> bytes:

@@ -141,6 +141,8 @@ class Shapes:
 
     document: Mapping[str, Any]
     rules: Mapping[str, KindRules]
+    #: `varies` per kind, worked out once (it is asked on every answer).
+    _varies: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -158,10 +160,15 @@ class Shapes:
         """Whether a rule that may shape a `kind` answer makes a new value each time
         (`uuid`, `int`, `now`): if not, the same answer and facts always shape the same,
         and a shaped answer may be kept and sent again."""
-        if kind == "error":
-            return any(r.varies for n, r in self.rules.items() if n.split(".")[0] == "error")
-        names = (kind, "order.webhook") if kind == "order" else (kind,)
-        return any(self.rules[n].varies for n in names if n in self.rules)
+        known = self._varies.get(kind)
+        if known is None:
+            if kind == "error":
+                rules = [r for n, r in self.rules.items() if n.split(".")[0] == "error"]
+            else:
+                names = (kind, "order.webhook") if kind == "order" else (kind,)
+                rules = [self.rules[n] for n in names if n in self.rules]
+            known = self._varies[kind] = any(r.varies for r in rules)
+        return known
 
     def shape(self, kind: str, body: Any, facts: Facts | None = None) -> Any:
         """`body` as production shapes a `kind` answer; as it is where no rule applies.
