@@ -198,9 +198,13 @@ EVENT_FIELDS = (
 
 def event_body(order: Order) -> bytes:
     """The order-result event of a settled order."""
+    return json.dumps(event_view(order), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def event_view(order: Order) -> dict[str, Any]:
+    """The order-result event of a settled order, as a mapping."""
     view = order.to_json()
-    event = {"order_id": order.id} | {key: view[key] for key in EVENT_FIELDS}
-    return json.dumps(event, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return {"order_id": order.id} | {key: view[key] for key in EVENT_FIELDS}
 
 
 class ByOrder:

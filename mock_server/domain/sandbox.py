@@ -32,7 +32,7 @@ from ..sourcefile import ConfigError
 from . import admin, selection, state_document
 from .accounts import Account
 from .coverage import Coverage
-from .deliveries import Delivery, Sender, event_body
+from .deliveries import Delivery, Sender, event_body, event_view
 from .events import EventHub, OpenStreams, encode_json
 from .faults import Faults
 from .journal import Journal
@@ -468,7 +468,8 @@ class Sandbox:
         now = self.clock.now()
         if kind == "token":
             return token_facts(now, self.shape_rng)
-        if kind != "order":
+        reads = self.shapes.reads(kind)
+        if kind != "order" or not reads:
             return Facts(now=now, rng=self.shape_rng)
         state = self.state
         order = state.orders.get(body.get("id")) if isinstance(body.get("id"), str) else None
@@ -478,7 +479,7 @@ class Sandbox:
             primary = next((d for d in state.deliveries_by_order.of(order.id) if not d.copy), None)
             account = state.accounts.get(order.account_id)
             url = account.webhook_url if account is not None else None
-        return order_facts(body, state.catalog, primary, url, now, self.shape_rng)
+        return order_facts(body, state.catalog, primary, url, now, self.shape_rng, reads)
 
     def answer_facts_key(self, order_id: str) -> tuple[Any, ...]:
         """What an order answer's facts depend on beyond its own bytes (whose `webhook`
@@ -505,13 +506,14 @@ class Sandbox:
         shapes = self.shapes
         if not shapes.applies("event"):
             return event_body(delivery.order)
-        event = orjson.loads(event_body(delivery.order))
+        reads = shapes.reads("event")
         facts = Facts(
             now=self.clock.now(),
-            named=delivery_facts(delivery, url),
-            order=delivery.order.to_json(),
+            named=delivery_facts(delivery, url) if reads - {"order"} else {},
+            order=delivery.order.to_json() if "order" in reads else None,
             rng=self.shape_rng,
         )
+        event = event_view(delivery.order)
         shaped = shapes.shape("event", event, facts)
         try:
             delivery.sent = orjson.dumps(shaped)

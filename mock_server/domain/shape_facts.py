@@ -27,18 +27,21 @@ def order_facts(
     url: str | None,
     now: float,
     rng: random.Random,
+    reads: frozenset[str] = frozenset({"choices", "delivery."}),
 ) -> Facts:
     """An order answer's facts: its item's choice options (label -> id) and, for its
-    `webhook` object, its event's delivery (`url`: where the next attempt goes)."""
-    item = catalog.get(order.get("item")) if isinstance(order.get("item"), int) else None
-    choices = {
-        field.name: {option.label: option.id for option in field.options}
-        for field in (item.fields if item is not None else ())
-        if field.options
-    }
-    return Facts(
-        now=now, named=delivery_facts(delivery, url), order=order, choices=choices, rng=rng
-    )
+    `webhook` object, its event's delivery (`url`: where the next attempt goes); only
+    those its rules read (`reads`, `Shapes.reads`)."""
+    choices: dict[str, dict[str, int]] = {}
+    if "choices" in reads:
+        item = catalog.get(order.get("item")) if isinstance(order.get("item"), int) else None
+        choices = {
+            field.name: {option.label: option.id for option in field.options}
+            for field in (item.fields if item is not None else ())
+            if field.options
+        }
+    named = delivery_facts(delivery, url) if any(r.startswith("delivery.") for r in reads) else {}
+    return Facts(now=now, named=named, order=order, choices=choices, rng=rng)
 
 
 def delivery_facts(delivery: Delivery | None, url: str | None) -> dict[str, Any]:

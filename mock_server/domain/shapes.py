@@ -113,6 +113,9 @@ class KindRules:
     #: Whether a rule makes a new value each time (`uuid`, `int`, `now`): otherwise the
     #: same answer and facts always shape the same.
     varies: bool = False
+    #: What of `Facts` its rules read: named facts, `order` (for `order.FIELD`),
+    #: `choices` (for `choice_fields: id`). Facts nothing reads are not worked out.
+    reads: frozenset[str] = frozenset()
 
     def apply(self, body: dict[str, Any], facts: Facts) -> dict[str, Any]:
         shaped = dict(body)
@@ -169,6 +172,15 @@ class Shapes:
                 rules = [self.rules[n] for n in names if n in self.rules]
             known = self._varies[kind] = any(r.varies for r in rules)
         return known
+
+    def reads(self, kind: str) -> frozenset[str]:
+        """What of `Facts` the rules that may shape a `kind` answer read."""
+        names = (kind, "order.webhook") if kind == "order" else (kind,)
+        found: frozenset[str] = frozenset()
+        for name in names:
+            if name in self.rules:
+                found |= self.rules[name].reads
+        return found
 
     def shape(self, kind: str, body: Any, facts: Facts | None = None) -> Any:
         """`body` as production shapes a `kind` answer; as it is where no rule applies.
@@ -314,7 +326,18 @@ def _parse_rules(kind: str, rules: Any, source: str) -> KindRules:
         tuple(n for n in drop if n not in protected),
         choice,
         varies=any(map(_varies, _mapping(rules, "add", problem).values())),
+        reads=_reads(_mapping(rules, "add", problem).values(), choice),
     )
+
+
+def _reads(rules: Any, choice: Any) -> frozenset[str]:
+    """The facts `add` rules copy (`order` for any `order.FIELD`), and `choices`."""
+    found = {"choices"} if choice == "id" else set()
+    for rule in rules:
+        source = rule.get("copy") if isinstance(rule, dict) else None
+        if isinstance(source, str):
+            found.add(source if source in FACTS else "order" if source.startswith("order.") else "")
+    return frozenset(found - {""})
 
 
 def _varies(rule: Any) -> bool:
