@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,3 +131,30 @@ def test_calibrated_scenarios_and_shapes_make_compare_clean(tmp_path: Path, caps
     assert report["findings"] == [], report["findings"][:5]
     assert all(c["explained"] for c in report["classes"]), report["classes"]
     assert code == 0
+
+
+def test_production_that_calls_the_item_otherwise_is_calibrated_and_compared(tmp_path, capsys):
+    """Production's orders say `item_id`, not `item`: compare once inferred its catalog
+    from `item` alone, found no item, and every replayed creation was refused. The item
+    is the one the order request names (spec 4.3)."""
+    from tests.test_compare import key_orders, record
+
+    def renamed(method: str, path: str, answer: Any) -> Any:
+        if isinstance(answer, dict) and "item" in answer and "status" in answer:
+            answer = {k: v for k, v in answer.items() if k != "item"} | {"item_id": answer["item"]}
+        return answer
+
+    path = record(tmp_path, key_orders, rewrite=renamed).write()
+    scenarios, shapes = tmp_path / "scenarios.yaml", tmp_path / "shapes.yaml"
+    assert (
+        cli_main(["calibrate", str(path), "--out", str(scenarios), "--shapes-out", str(shapes)])
+        == 0
+    )
+    assert "item_id: {copy: item}" in shapes.read_text()
+    capsys.readouterr()
+    code = cli_main(
+        ["compare", str(path), "--scenarios", str(scenarios), "--shapes", str(shapes), "--json"]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["findings"] == [], report["findings"][:5]
+    assert all(c["explained"] for c in report["classes"]) and code == 0

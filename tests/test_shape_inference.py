@@ -146,3 +146,9 @@ def test_no_difference_writes_an_empty_shapes_file():
 def test_conversions(recorded, sandbox, rule):
     pairs = [Pair("balance", {"v": r}, {"v": s}) for r, s in zip(recorded, sandbox, strict=True)]
     assert rules_of(pairs)["shapes"]["balance"]["as"]["v"] == rule
+
+
+def test_numbers_of_the_same_type_are_data_never_a_constant():
+    """A balance read once is one value: still the account's, not production's shape."""
+    pairs = [Pair("balance", {"balance": 1000.0}, {"balance": 1000000000.0})]
+    assert infer(pairs) == {}

@@ -54,7 +54,10 @@ def _learn(seen: dict[int, _SeenItem], exchange: Exchange) -> None:
     request = as_dict(exchange.request.body)
     creation = ORDERS.match(exchange.path) and exchange.method == "POST"
     if exchange.status // 100 == 2 and is_order(answer):
-        item_id = _int(answer.get("item"))
+        # A creation names its item in the request (spec 4.3), whatever production's
+        # answer calls it (`item`, or another name a shapes file renames it to).
+        item_id = _int(request.get("item_id")) if creation else None
+        item_id = item_id if item_id is not None else _int(answer.get("item"))
         if item_id is None:
             return
         item = seen.setdefault(item_id, _SeenItem(item_id))

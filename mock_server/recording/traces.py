@@ -122,7 +122,9 @@ class Trace:
 
     @property
     def item_id(self) -> Any:
-        return self.created_order.get("item")
+        """The item the order request named (spec 4.3), else what its answer shows."""
+        requested = self.request.get("item_id")
+        return requested if requested is not None else self.created_order.get("item")
 
     @property
     def product_type(self) -> str | None:

@@ -25,7 +25,14 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 
 def is_order(value: Any) -> bool:
-    return isinstance(value, dict) and "status" in value and "item" in value and "id" in value
+    """An order answer (spec 2.1): an `id` and a `status`, with its `item` or its
+    `price` (production may call the item otherwise; a plant has neither)."""
+    return (
+        isinstance(value, dict)
+        and "status" in value
+        and "id" in value
+        and ("item" in value or "price" in value)
+    )
 
 
 def is_number(value: Any) -> bool:
