@@ -337,7 +337,8 @@ def measure(recording: Path, out: Path, shapes: Path | None = None) -> tuple[flo
     peak RSS in MiB, exit."""
     options = [str(recording), "--json"] + (["--shapes", str(shapes)] if shapes else [])
     code = (
-        f"import sys; from mock_server.recording.compare import main; sys.exit(main({options!r}))"
+        "import sys; from mock_server.recording.analysis.compare import main; "
+        f"sys.exit(main({options!r}))"
     )
     argv = [sys.executable, "-c", code]
     if shutil.which("taskset") and (os.cpu_count() or 1) > 1:

@@ -68,7 +68,7 @@ def _record_command() -> list[str]:
 
     if "record" in cli.COMMANDS:
         return [PYTHON, "-m", "mock_server", "record"]
-    return [PYTHON, "-m", "mock_server.recording.record"]
+    return [PYTHON, "-m", "mock_server.recording.recorder.record"]
 
 
 class Recorder:

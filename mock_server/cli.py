@@ -65,10 +65,10 @@ COMMANDS = (
 #: The commands of recorded sessions (docs/recording.md): `mock_server.recording`'s
 #: module that holds each one's `main`.
 RECORDING_COMMANDS = {
-    "record": "record",
-    "compare": "compare",
-    "calibrate": "calibrate",
-    "recording": "har",
+    "record": "recorder.record",
+    "compare": "analysis.compare",
+    "calibrate": "analysis.calibrate",
+    "recording": "analysis.har",
 }
 #: `mock-server --help`'s list: every command of `COMMANDS`, one line each.
 SUB_COMMANDS = """\

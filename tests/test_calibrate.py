@@ -19,7 +19,7 @@ import yaml
 
 from mock_server.cli import main as cli_main
 from mock_server.domain.scenarios import parse_scenarios
-from mock_server.recording.fileformat import end_line_of
+from mock_server.recording.recorder.fileformat import end_line_of
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 KEY_ORDER = {"item": 1001, "item_product_type": "key", "quantity": 2, "price": 40.0}

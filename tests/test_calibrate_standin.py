@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from mock_server.cli import main as cli_main
-from mock_server.recording.reading import read_recording
-from mock_server.recording.traces import classes, traces
+from mock_server.recording.analysis.reading import read_recording
+from mock_server.recording.analysis.traces import classes, traces
 from tests.standin import (
     Production,
     ProductionSession,

@@ -32,12 +32,12 @@ from aiohttp import web
 from mock_server.app import create_app
 from mock_server.clock import parse_iso
 from mock_server.config import Settings
-from mock_server.recording import compare, har
-from mock_server.recording.catalog_inference import infer_catalog
-from mock_server.recording.fileformat import end_line_of
-from mock_server.recording.reading import read_recording
-from mock_server.recording.redaction import Redactor
-from mock_server.recording.sessions import sessions_of
+from mock_server.recording.analysis import compare, har
+from mock_server.recording.analysis.catalog_inference import infer_catalog
+from mock_server.recording.analysis.reading import read_recording
+from mock_server.recording.analysis.sessions import sessions_of
+from mock_server.recording.recorder.fileformat import end_line_of
+from mock_server.recording.recorder.redaction import Redactor
 from mock_server.serving import Serving
 
 START = "2026-03-01T10:00:00Z"
@@ -858,7 +858,7 @@ def test_compare_runs_as_a_process(tmp_path: Path) -> None:
     broken = tmp_path / "broken.jsonl"
     broken.write_text(_header() + '{"seq": "one"}\n')
     code = (
-        "import sys; from mock_server.recording.compare import main; "
+        "import sys; from mock_server.recording.analysis.compare import main; "
         f"sys.exit(main([{str(broken)!r}]))"
     )
     done = subprocess.run(

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Route, expect, sync_playwright
 
-from mock_server.recording import compare
-from mock_server.recording.html_report import first_difference_at
+from mock_server.recording.analysis import compare
+from mock_server.recording.analysis.html_report import first_difference_at
 from tests import services
 from tests.dashboard_helpers import (
     LAUNCH_ARGS,

@@ -171,7 +171,25 @@ def test_the_recording_package_is_a_client_of_the_sandbox():
         if _within(target, RECORDING_NEVER)
     )
     assert crossings == []
-    assert "mock_server.serving" in graph["mock_server.recording.world"]  # it starts one
+    assert "mock_server.serving" in graph["mock_server.recording.analysis.world"]  # it starts one
+
+
+def test_the_recorder_stands_alone_and_the_analysis_reads_its_files():
+    """recording/recorder/ (record, proxy, listener, upstream, http1, redaction, the
+    file format) imports nothing of recording/analysis/ (reading, replay, compare,
+    calibrate, ...): the recorder runs beside production without the tools that read
+    what it writes, which reach it only through its file format and redaction rules."""
+    graph = import_graph()
+    recorder, analysis = f"{RECORDING}.recorder", f"{RECORDING}.analysis"
+    crossings = sorted(
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if _within(module, (recorder,))
+        for target in targets
+        if _within(target, (analysis,))
+    )
+    assert crossings == []
+    assert f"{recorder}.fileformat" in graph[f"{analysis}.reading"]
 
 
 def test_the_check_sees_a_circle_and_a_crossing():

@@ -31,10 +31,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from mock_server.recording import record
-from mock_server.recording.fileformat import FORMAT, VERSION, read_lines
-from mock_server.recording.proxy import Recorder
-from mock_server.recording.redaction import RULES, Redactor, rules_without, scan
+from mock_server.recording.recorder import record
+from mock_server.recording.recorder.fileformat import FORMAT, VERSION, read_lines
+from mock_server.recording.recorder.proxy import Recorder
+from mock_server.recording.recorder.redaction import RULES, Redactor, rules_without, scan
 from mock_server.testing import WebhookReceiver
 from tests.processes import (  # noqa: F401 - server_url, sandbox: fixtures
     DEADLINE,

@@ -26,10 +26,10 @@ import trustme
 
 from mock_server.cli import COMMANDS
 from mock_server.cli import main as cli_main
-from mock_server.recording import record
-from mock_server.recording.fileformat import read_lines
-from mock_server.recording.proxy import Recorder
-from mock_server.recording.redaction import scan
+from mock_server.recording.recorder import record
+from mock_server.recording.recorder.fileformat import read_lines
+from mock_server.recording.recorder.proxy import Recorder
+from mock_server.recording.recorder.redaction import scan
 from tests.processes import (  # noqa: F401 - server_url, sandbox: fixtures
     DEADLINE,
     environment,

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import httptools
 import pytest
 
-from mock_server.recording.http1 import Malformed, RequestReader
-from mock_server.recording.listener import BODY_LIMIT, HEAD_LIMIT
+from mock_server.recording.recorder.http1 import Malformed, RequestReader
+from mock_server.recording.recorder.listener import BODY_LIMIT, HEAD_LIMIT
 
 SEED = 20261127
 #: Mutations of each request read alike (half as many of each found one).

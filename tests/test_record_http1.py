@@ -1,4 +1,4 @@
-"""The recorder's HTTP/1.1 messages (mock_server/recording/http1.py), the reading under
+"""The recorder's HTTP/1.1 messages (mock_server/recording/recorder/http1.py), the reading under
 `mock-server record` (docs/recording.md, "Record"), on bytes alone: llhttp reads them,
 and the rules the recorder adds on top.
 
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from mock_server.recording.http1 import (
+from mock_server.recording.recorder.http1 import (
     CHUNKED,
     LINE_LIMIT,
     TO_CLOSE,

@@ -1,4 +1,4 @@
-"""The recorder's HTTP/1.1 server (mock_server/recording/listener.py), the side of
+"""The recorder's HTTP/1.1 server (mock_server/recording/recorder/listener.py), the side of
 `mock-server record` a client talks to (docs/recording.md, "Record"), over real
 sockets on 127.0.0.1 with raw streams, so each test sees the exact bytes on the wire.
 
@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import orjson
 import pytest
 
-from mock_server.recording.listener import HEAD_LIMIT, KEEPALIVE, Listener, Reply, Request
+from mock_server.recording.recorder.listener import HEAD_LIMIT, KEEPALIVE, Listener, Reply, Request
 
 #: Seconds any one wait may take before the test fails (nothing here takes nearly so long).
 TIMEOUT = 5.0

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mock_server.recording.proxy import Recorder
+from mock_server.recording.recorder.proxy import Recorder
 
 #: Seconds any one wait may take before the test fails (nothing here takes nearly so long).
 TIMEOUT = 10.0

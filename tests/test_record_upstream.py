@@ -1,4 +1,4 @@
-"""The recorder's client of the upstream (mock_server/recording/upstream.py), against a
+"""The recorder's client of the upstream (mock_server/recording/recorder/upstream.py), against a
 server of the test's own on 127.0.0.1 that answers exactly the bytes each test scripts:
 framing by length, by chunks (trailers included) and by closing; interim answers;
 bodiless answers; connections kept alive, and those the upstream closed meanwhile."""
@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import trustme
 
-from mock_server.recording.upstream import Upstream, UpstreamError
+from mock_server.recording.recorder.upstream import Upstream, UpstreamError
 
 Script = Callable[[bytes], bytes]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mock_server.cli import main as cli_main
-from mock_server.recording.reading import read_recording
+from mock_server.recording.analysis.reading import read_recording
 from tests.test_compare import (
     Session,
     browser_har,

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from mock_server.domain.shapes import Facts, parse_shapes
-from mock_server.recording.shape_inference import Pair, infer, render
+from mock_server.recording.analysis.shape_inference import Pair, infer, render
 from mock_server.sourcefile import parse_text
 
 HOOK = "http://127.0.0.1:8081/_record/webhook"

@@ -17,9 +17,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mock_server.recording import compare
-from mock_server.recording.reading import read_recording
-from mock_server.recording.redaction import scan
+from mock_server.recording.analysis import compare
+from mock_server.recording.analysis.reading import read_recording
+from mock_server.recording.recorder.redaction import scan
 from tests.standin import (
     SPEC_EVENT_FIELDS,
     Production,

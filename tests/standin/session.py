@@ -31,8 +31,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from mock_server.recording.fileformat import end_line_of
-from mock_server.recording.redaction import Redactor
+from mock_server.recording.recorder.fileformat import end_line_of
+from mock_server.recording.recorder.redaction import Redactor
 
 from .production import TERMINAL, Production, StandIn
 

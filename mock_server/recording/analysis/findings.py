@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..conformance import compare as compare_answers
+from ...conformance import compare as compare_answers
 from .values import cents, is_number
 
 #: Request fields an order answer echoes, compared as values (`fields` as the labels

@@ -47,8 +47,8 @@ import ssl
 import sys
 from collections.abc import Sequence
 
-from .. import loops
-from ..arguments import http_url, port
+from ... import loops
+from ...arguments import http_url, port
 from .proxy import SECRET_ENV_NAME, Recorder
 
 #: Where `--webhook-secret` may come from instead: the environment, which other users of

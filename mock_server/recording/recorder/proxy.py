@@ -45,7 +45,7 @@ from typing import Any
 import aiohttp
 from multidict import CIMultiDict
 
-from ..webhooks import verify
+from ...webhooks import verify
 from .fileformat import (
     RecordingWriter,
     append_end,

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from .fileformat import END, FORMAT, VERSION, read_bytes
+from ..recorder.fileformat import END, FORMAT, VERSION, read_bytes
 
 
 class RecordingError(Exception):

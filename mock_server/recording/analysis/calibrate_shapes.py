@@ -14,7 +14,7 @@ from pathlib import Path
 
 import aiohttp
 
-from ..sourcefile import ConfigError
+from ...sourcefile import ConfigError
 from .judge import DEFAULT_TOLERANCE
 from .reading import Recording
 from .replay import run

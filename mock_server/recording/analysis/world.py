@@ -103,9 +103,9 @@ class Server:
     async def start(self) -> None:
         """Start it all; a bad `--scenarios`, `--catalog` or `--shapes` file raises
         `ConfigError`. Every world inherits the server's shapes (docs/shapes.md)."""
-        from ..app import create_app
-        from ..config import Settings, load_startup
-        from ..serving import Serving
+        from ...app import create_app
+        from ...config import Settings, load_startup
+        from ...serving import Serving
 
         big = 10**9
         settings = Settings(

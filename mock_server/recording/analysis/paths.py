@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..domain import shapes
+from ...domain import shapes
 
 TOKEN = re.compile(r"^(?:/api)?/v1/auth/token/client$")
 ORDERS = re.compile(r"^(?:/api)?/v1/orders$")

@@ -33,7 +33,7 @@ from typing import Any
 
 import aiohttp
 
-from ..sourcefile import ConfigError
+from ...sourcefile import ConfigError
 from .explain import ClassVerdict
 from .findings import Finding
 from .judge import DEFAULT_TOLERANCE
