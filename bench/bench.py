@@ -1,7 +1,7 @@
 """The sandbox's benchmarks (bench/README.md): one command, one table.
 
     bash bench/run.sh            # installs wrk if missing, then runs this file
-    python bench/bench.py [--duration 5] [--runs 3] [--connections 16] [--no-write]
+    python bench/bench.py [--duration 5] [--runs 5] [--connections 16] [--no-write]
 
 Measures, against the base bars and the floors of bench/README.md:
 
@@ -17,7 +17,9 @@ Measures, against the base bars and the floors of bench/README.md:
 
 Servers (and the in-process measurements) run on CPU 0, wrk and the webhook receiver
 on CPU 1 (`taskset`); on a one-core machine everything runs unpinned and the report
-says so. The table is printed and written to `bench/RESULTS.md`.
+says so. Every Python process it starts reads and writes compiled bytecode in a cache of
+its own (`bytecode_cache`), as an installed package does. The table is printed and
+written to `bench/RESULTS.md`.
 
 Beside it: `bare_app.py` (the baseline), `receiver.py` (webhook receiver), `memory.py`
 (RSS over HTTP), `inproc.py` (measurements that drive the Sandbox object in-process),
@@ -72,8 +74,12 @@ from report import (
     memory_details,
     memory_rows,
     render,
+    start_details,
+    start_table,
 )
 
+#: Start-up is timed at least this many times per app (more with `--runs`), after one
+#: start of each that is not timed.
 START_RUNS = 5
 #: Other processes using more than this share of a core make a wrk run count as noisy.
 NOISY = 0.05
@@ -411,10 +417,12 @@ def check_parity(
 # start-up
 
 
-def time_to_first_answer(argv: list[str]) -> float:
+def time_to_first_answer(argv: list[str], env: dict[str, str] | None = None) -> float:
     """Seconds from spawn to the first 200 from GET /_mock/health."""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     try:
         line = proc.stdout.readline()
         match = re.search(r"listening on http://([^\s:]+):(\d+)", line)
@@ -436,27 +444,55 @@ def time_to_first_answer(argv: list[str]) -> float:
         proc.wait()
 
 
-def bench_start(pin: Placement, work: Path) -> dict[str, list[float]]:
+def bench_start(pin: Placement, work: Path, runs: int) -> dict[str, list[float]]:
+    """Spawn to first answer, each app in turn, `runs` times (one untimed start of each
+    first). For reference, the sandbox also as the environment bench.py was started in
+    has it (`uncached`): without the bytecode cache, where that environment has none."""
     bodies = work / "bodies.json"
     if not bodies.exists():
         bodies.write_text(json.dumps({"order": {}, "created": {}, "token": {}}))
+    sandbox = pin.server + [PYTHON, "-m", "mock_server", "--port", "0", "--clock", "manual"]
+    sandbox += ["--seed", "1", *SANDBOX_EXTRA]
     commands = {
-        "sandbox": pin.server
-        + [PYTHON, "-m", "mock_server", "--port", "0", "--clock", "manual", "--seed", "1"]
-        + SANDBOX_EXTRA,
+        "sandbox": sandbox,
         "bare": bare_argv(pin, bodies, "bare"),
         "ceiling": bare_argv(pin, bodies, "ceiling"),
     }
     floor = pin.server + [PYTHON, "-c", "import aiohttp.web"]
     result: dict[str, list[float]] = {name: [] for name in commands}
     result["import"] = []
-    for _ in range(START_RUNS):
+    result["uncached"] = []
+    for argv in commands.values():
+        time_to_first_answer(argv)
+    for _ in range(runs):
         for name, argv in commands.items():
             result[name].append(time_to_first_answer(argv))
         started = time.perf_counter()
         subprocess.run(floor, check=True)
         result["import"].append(time.perf_counter() - started)
+        result["uncached"].append(time_to_first_answer(sandbox, CALLER_ENV))
     return result
+
+
+#: The environment bench.py was started in, before `bytecode_cache` changed it.
+CALLER_ENV: dict[str, str] = dict(os.environ)
+
+
+def bytecode_cache(folder: Path) -> str:
+    """Every process started from here on reads and writes compiled bytecode under
+    `folder`, as an installed package does (pip compiles a wheel's modules at install; the
+    image's are compiled). A checkout run with `PYTHONDONTWRITEBYTECODE` set compiles
+    every module of `mock_server` from source at each start, ~60 ms that the bare app
+    (two files) does not pay, and start-up measured the compiler (bench/FINDINGS.md
+    section 17). Returns what the report says about it."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+    before = "PYTHONDONTWRITEBYTECODE=1" if CALLER_ENV.get("PYTHONDONTWRITEBYTECODE") else ""
+    return (
+        "every server and in-process measurement reads compiled bytecode from a cache of "
+        "this session (`PYTHONPYCACHEPREFIX`), filled by the first start"
+        + (f"; bench.py was started with {before}" if before else "")
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -574,7 +610,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the sandbox benchmarks (bench/README.md).")
     parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run")
     parser.add_argument("--warmup", type=int, default=2, help="seconds of warm-up run")
-    parser.add_argument("--runs", type=int, default=3, help="measured wrk runs per server")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=5,
+        help="measured wrk runs per server and endpoint, and start-ups per app (at least "
+        f"{START_RUNS}); the floors are judged on their medians",
+    )
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1, help="wrk threads")
     parser.add_argument("--orders", type=int, default=100_000, help="orders held for RSS")
@@ -589,20 +631,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["memory", "http", "access-log"],
+        choices=["memory", "http", "access-log", "start"],
         help="run this part alone and print it (no RESULTS.md); http: wrk rows and start-up; "
-        "access-log: lookup and creation with the sandbox's access line on and off",
+        "access-log: lookup and creation with the sandbox's access line on and off; "
+        "start: process start to first answer",
     )
     opts = parser.parse_args(args)
     if opts.sandbox_loop:
         SANDBOX_EXTRA[:] = ["--loop", opts.sandbox_loop]
+    with tempfile.TemporaryDirectory(prefix="sandbox-bytecode-") as cache:
+        return run(opts, bytecode_cache(Path(cache)))
+
+
+def run(opts: argparse.Namespace, bytecode: str) -> int:
+    """What `main` was asked for, with the bytecode cache in place (`bytecode`: what the
+    report says about it)."""
     if opts.only == "memory":
         return memory_only(opts.orders)
-    if not shutil.which("wrk"):
+    if not shutil.which("wrk") and opts.only != "start":
         print("wrk not found: run bench/run.sh (installs it) or apt-get install wrk")
         return 2
     pin = placement()
     params = WrkParams(opts.threads, opts.connections, opts.duration, opts.warmup, opts.runs)
+    start_runs = max(START_RUNS, opts.runs)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -612,6 +663,11 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:
             print(bench_access_log(pin, params, Path(tmp), log))
         return 0
+    if opts.only == "start":
+        with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:
+            start = bench_start(pin, Path(tmp), start_runs)
+        print("\n".join([*start_table(start), "", *start_details(start), "", f"- {bytecode}"]))
+        return 0
     watch = CpuWatch()
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="sandbox-bench-") as tmp:
@@ -619,9 +675,10 @@ def main(argv: list[str] | None = None) -> int:
         log("HTTP: lookup, creation, token exchange (wrk) ...")
         results["http"] = bench_http(pin, params, work, log)
         log("process start to first answer ...")
-        results["start"] = bench_start(pin, work)
+        results["start"] = bench_start(pin, work, start_runs)
+        info = machine_info(pin.note, params.describe()) + [("bytecode", bytecode)]
         if opts.only == "http":
-            print(render(results, machine_info(pin.note, params.describe()))[0])
+            print(render(results, info)[0])
             return 0
         log(f"RSS with {opts.orders:,} orders created over HTTP ...")
         results["memory"] = measure_memory(pin, work, opts.orders)
@@ -643,8 +700,7 @@ def main(argv: list[str] | None = None) -> int:
             ok = write_accounts(work / "accounts-200.yaml", url)
             hook_args = {"accounts": str(ok), "orders": opts.webhooks, "rounds": 3}
             results["webhooks"] = inproc(pin, "webhooks", hook_args)
-    info = machine_info(pin.note, params.describe()) + [("other load", watch.describe())]
-    report, bars = render(results, info)
+    report, bars = render(results, info + [("other load", watch.describe())])
     print(report)
     if not opts.no_write:
         Path(opts.output).write_text(report, encoding="utf-8")

@@ -185,7 +185,8 @@ def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, d
     bars: dict[str, bool] = {}
     for endpoint in results["http"]["endpoints"]:
         rows += http_rows(endpoint, bars)
-    start = {name: statistics.median(runs) for name, runs in results["start"].items()}
+    start = {name: statistics.median(runs) for name, runs in results["start"].items() if runs}
+    start_runs = len(results["start"]["sandbox"])
     start_ratio = start["sandbox"] / start["bare"]
     bar, result = _bars(
         [
@@ -198,7 +199,7 @@ def render(results: dict[str, Any], info: list[tuple[str, str]]) -> tuple[str, d
     )  # fmt: skip
     rows.append(
         (
-            "process start → first answered request (median of 5)",
+            f"process start → first answered request (median of {start_runs})",
             ms(start["sandbox"]),
             ms(start["bare"]),
             f"{start_ratio:.2f}×",
@@ -277,6 +278,45 @@ def memory_details(memory: dict[str, Any]) -> list[str]:
     return out
 
 
+def start_details(start: dict[str, list[float]]) -> list[str]:
+    """Each start-up run (s), per app, in the order they were taken."""
+
+    def runs(name: str) -> str:
+        return ", ".join(f"{v:.3f}" for v in start[name])
+
+    out = [
+        f"- sandbox: {runs('sandbox')}",
+        f"- bare app, asyncio: {runs('bare')}",
+        f"- bare app, uvloop: {runs('ceiling')}",
+        f"- for reference, `python -c 'import aiohttp.web'` to exit: {runs('import')}",
+    ]
+    if start.get("uncached"):
+        out.append(
+            "- for reference, the sandbox without the bench's bytecode cache (the environment "
+            f"bench.py was started in): {runs('uncached')}"
+        )
+    return out
+
+
+def start_table(start: dict[str, list[float]]) -> list[str]:
+    """`--only start`: the medians and the floor's ratio, as a small table."""
+    median = {name: statistics.median(runs) for name, runs in start.items() if runs}
+    ratio = median["sandbox"] / median["bare"]
+    runs = [v / b for v, b in zip(start["sandbox"], start["bare"], strict=True)]
+    return [
+        f"| app (median of {len(start['sandbox'])}) | spawn to first answer | vs bare asyncio |",
+        "|---|---|---|",
+        *(
+            f"| {name} | {ms(median[name])} | {median[name] / median['bare']:.2f}× |"
+            for name in ("sandbox", "bare", "ceiling", "uncached")
+            if name in median
+        ),
+        "",
+        f"Floor ≤ {BAR_START_VS_BARE:.1f}× bare asyncio: {verdict(ratio <= BAR_START_VS_BARE)} "
+        f"({ratio:.2f}×; run by run {min(runs):.2f}–{max(runs):.2f}×).",
+    ]
+
+
 def render_details(results: dict[str, Any]) -> str:
     out = [
         "## Details",
@@ -297,15 +337,8 @@ def render_details(results: dict[str, Any]) -> str:
             out.append(f"  ({endpoint.retried} runs repeated: another process was busy)")
     out += ["", "Response parity (sandbox vs bare app):", ""]
     out += [f"- {note}" for note in results["http"]["parity"]]
-    start = results["start"]
     out += ["", "Start-up runs (s), spawn to first 200 from `GET /_mock/health`:", ""]
-    out.append("- sandbox: " + ", ".join(f"{v:.3f}" for v in start["sandbox"]))
-    out.append("- bare app, asyncio: " + ", ".join(f"{v:.3f}" for v in start["bare"]))
-    out.append("- bare app, uvloop: " + ", ".join(f"{v:.3f}" for v in start["ceiling"]))
-    out.append(
-        "- for reference, `python -c 'import aiohttp.web'` to exit: "
-        + ", ".join(f"{v:.3f}" for v in start["import"])
-    )
+    out += start_details(results["start"])
     if "memory" not in results:
         return "\n".join(out)
     out += ["", "RSS of the server process (VmRSS), orders created over HTTP:", ""]
