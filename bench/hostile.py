@@ -758,7 +758,7 @@ def hold_unread(bench: Bench, request: str, count: int) -> None:
             Row(
                 bench.phase,
                 f"{request} by {count} clients at once that never read",
-                "held open",
+                status_lines(held),
                 cpu,
                 (ended - began) * 1000,
                 other,
@@ -1140,6 +1140,20 @@ def open_streams(bench: Bench, path: str, count: int) -> list[socket.socket]:
         )
     )
     return streams
+
+
+def status_lines(streams: list[socket.socket]) -> str:
+    """The status codes the held requests were answered with (the first 12 bytes of
+    each answer, all that is read of it; "none" where nothing came within 0.2 s)."""
+    seen: dict[str, int] = {}
+    for sock in streams:
+        sock.settimeout(0.2)
+        try:
+            code = sock.recv(12).decode("ascii", "replace")[9:12] or "none"
+        except OSError:
+            code = "none"
+        seen[code] = seen.get(code, 0) + 1
+    return ", ".join(f"{code} x{n}" for code, n in sorted(seen.items()))
 
 
 def close_all(bench: Bench, streams: list[socket.socket], what: str, rss_before: float) -> None:
