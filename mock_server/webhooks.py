@@ -34,6 +34,7 @@ from .domain.deliveries import (
     SIGNATURE_PREFIX,
     Attempt,
     Delivery,
+    Own,
     sign,
     signed_headers,
 )
@@ -125,7 +126,7 @@ class WebhookSender:
 
     def _new_delivery(self, order: Order, copy: int, retry: tuple[float, ...]) -> Delivery:
         state = self._sandbox.state
-        delivery = Delivery(state.randomness.uuid(), order, copy=copy, retry=retry)
+        delivery = Delivery(state.randomness.uuid(), order, copy=copy, own=Own.of(retry))
         state.deliveries[delivery.id] = delivery
         state.deliveries_by_order.add(delivery)
         return delivery

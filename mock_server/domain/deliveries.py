@@ -75,6 +75,19 @@ class Attempt:
         return view
 
 
+@dataclass(frozen=True, slots=True)
+class Own:
+    """What a delivery has of its own: its retry schedule, the shaped bytes it sent."""
+
+    retry: tuple[float, ...] = SPEC_RETRY
+    sent: bytes | None = None
+
+    @classmethod
+    def of(cls, retry: tuple[float, ...], sent: bytes | None = None) -> Own | None:
+        """None where both are as for any delivery."""
+        return None if retry == SPEC_RETRY and sent is None else cls(retry, sent)
+
+
 @dataclass(slots=True, eq=False)
 class Delivery:
     id: str
@@ -90,12 +103,25 @@ class Delivery:
     #: 40 bytes more.
     attempts: tuple[Attempt, ...] = ()
     next_attempt_at: float | None = None
-    #: The gap before each retry of the schedule (one shared tuple unless a scenario
-    #: gave its own).
-    retry: tuple[float, ...] = SPEC_RETRY
-    #: The bytes the last attempt sent when production's shapes made them differ from
-    #: the plain event (docs/shapes.md); None: the plain event, rendered when needed.
-    sent: bytes | None = None
+    #: A scenario's own retry schedule and the shaped bytes last sent, where a delivery
+    #: has either (one slot: most deliveries have neither, and a sandbox keeps many).
+    own: Own | None = None
+
+    @property
+    def retry(self) -> tuple[float, ...]:
+        """The gap before each retry of the schedule: the spec's unless a scenario gave
+        its own (docs/scenarios.md)."""
+        return self.own.retry if self.own is not None else SPEC_RETRY
+
+    @property
+    def sent(self) -> bytes | None:
+        """The bytes the last attempt sent when production's shapes made them differ
+        from the plain event (docs/shapes.md); None: the plain event."""
+        return self.own.sent if self.own is not None else None
+
+    @sent.setter
+    def sent(self, body: bytes | None) -> None:
+        self.own = Own(self.retry, body)
 
     @property
     def order_id(self) -> str:

@@ -27,7 +27,7 @@ from ..sourcefile import ConfigError
 from . import selection
 from .accounts import Account
 from .catalog import parse_catalog
-from .deliveries import LISTENER, Attempt, Delivery
+from .deliveries import LISTENER, Attempt, Delivery, Own
 from .document_reader import Reader, fixed_list
 from .faults import Faults
 from .order_request import MAX_KEY_UNITS, NO_FIELDS
@@ -733,8 +733,7 @@ def _read_delivery(doc: Reader, state: State) -> Delivery:
         signature_headers=tuple(str(h) for h in doc.list("signature_headers")),
         attempts=tuple(attempts),
         next_attempt_at=doc.optional_number("next_attempt_at"),
-        retry=_retry(doc),
-        sent=_sent(doc),
+        own=Own.of(_retry(doc), _sent(doc)),
     )
 
 
