@@ -161,6 +161,50 @@ async def test_the_state_document_is_written_in_pieces_and_loads_back(tenants):
     assert len(attacker.sandbox.state.orders) == ORDERS
 
 
+async def test_the_webhook_deliveries_are_written_in_pieces(make_client):
+    """Attack: `GET /_mock/webhooks` at the order quota, every delivery's body signed
+    and rendered at once (0.4 s of the event loop at 20,000 orders)."""
+    client = await make_client(**HOSTED, webhook_allow="127.0.0.1")
+    attacker, bystander = await tenant(client), await tenant(client)
+    account = next(iter(attacker.sandbox.state.accounts.values()))
+    listener = await asyncio.start_server(_answer_200, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    async with listener:
+        status, _ = await attacker.call(
+            "PATCH",
+            f"/_mock/accounts/{account.id}",
+            json={"webhook_url": f"http://127.0.0.1:{port}/h"},
+        )
+        assert status == 200
+        await fill(attacker, 2000)
+        response, body, held = await read_beside(attacker, "/_mock/webhooks", bystander)
+    assert response.status == 200
+    assert response.headers["Transfer-Encoding"] == "chunked"
+    deliveries = attacker.sandbox.deliveries(None)
+    assert len(deliveries) == 2000
+    assert body == dumps({"deliveries": [d.to_json() for d in deliveries]})
+    assert held < STALL_BOUND, f"the event loop was held {held:.3f} s"
+
+
+async def _answer_200(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A webhook receiver on loopback: 200 to every request of its connection."""
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                 if line.lower().startswith(b"content-length:")),
+                0,
+            )  # fmt: skip
+            await reader.readexactly(length)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
 async def test_an_accounts_ledger_is_written_in_pieces(tenants):
     """Attack: an account's ledger at the order quota (two entries an order)."""
     attacker, bystander = tenants
