@@ -448,3 +448,21 @@ async def test_unknown_keys_in_a_catalog_item_are_read_back_at_the_size_sent(hos
     over = {**item, "note": "n" * (2 * MIB)}
     status, body = await control(hosted, attacker, "PUT", "/_mock/catalog", json=[over])
     assert_refused(status, body, "payload_too_large")
+
+
+def test_a_huge_pattern_is_refused_by_its_size_before_it_is_compiled():
+    """The hostile bench: a 1 MiB `match` pattern took RE2 41-67 ms to refuse, since the
+    scenario's size was checked after its pattern was compiled."""
+    from mock_server.domain.scenarios import MAX_SCENARIO_BYTES, parse_scenarios
+    from mock_server.sourcefile import ConfigError
+
+    record = {
+        "name": "huge",
+        "match": {"merchant_order_id": "(a|b)" * 200_000},
+        "steps": [{"after": "1s", "status": "completed"}],
+    }
+    started = time.process_time()
+    with pytest.raises(ConfigError) as refused:
+        parse_scenarios(record, "body")
+    assert time.process_time() - started < 0.01
+    assert f"at most {MAX_SCENARIO_BYTES} bytes" in str(refused.value)
