@@ -311,6 +311,12 @@ async def test_token_exchange_payload_too_large_keeps_its_own_shape(client):
     big = b'{"api_key": "' + b"a" * (1024 * 1024) + b'"}'
     headers = {"Content-Type": "application/json"}
     await call(client, "POST", "/api/v1/auth/token/client", 413, data=big, headers=headers)
+    # Past the endpoint's bound, a body of blanks is as large as any other.
+    blank = b" " * (128 * 1024)
+    answer = await call(
+        client, "POST", "/api/v1/auth/token/client", 413, data=blank, headers=headers
+    )
+    assert set(answer) == {"error"}
 
 
 async def test_account_reads_match(merchant: Merchant):

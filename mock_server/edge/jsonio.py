@@ -154,6 +154,8 @@ async def read_json(
     """The request's JSON body; an empty body is `{}` when not `required`."""
     content_type = request.content_type
     raw = await request.read()
+    if len(raw) > limit:  # whatever it holds, blank included
+        raise payload_too_large(limit)
     if not raw or (raw[0] in _BLANK and not raw.strip()):
         if required:
             raise malformed_body("A JSON object body is required")
