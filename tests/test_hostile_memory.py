@@ -440,8 +440,7 @@ def test_the_memory_quotas_are_flags_and_variables(monkeypatch, flag, variable, 
 def test_faults_added_and_cleared_leave_no_compiled_pattern_behind():
     """Each fault of a new 2048-character path once left a compiled pattern in the
     process-wide cache of `fnmatch` (about 20 KB each, up to 32768 of them: 650 MB); a
-    fault's pattern now goes with it, and only Python's own cache of the last 512
-    compiled patterns (about 10 MB at most) outlives it."""
+    fault's pattern now goes with it, a long one kept in no cache of `re` either."""
     import tracemalloc
 
     from mock_server.domain.faults import MAX_PATH, Faults
@@ -465,5 +464,38 @@ def test_faults_added_and_cleared_leave_no_compiled_pattern_behind():
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    # 1200 patterns of about 20 KB: 24 MB kept by fnmatch's cache; at most 512 by re's.
-    assert grown < 12_000_000, f"{grown} bytes held after 1200 faults came and went"
+    # 1200 patterns of about 20 KB: 24 MB kept by fnmatch's cache; a long one is not
+    # left in re's either.
+    assert grown < 1_000_000, f"{grown} bytes held after 1200 faults came and went"
+
+
+async def test_long_fault_patterns_are_bounded_in_all(make_client):
+    """The hostile bench: 1000 faults of 2048-character patterns (`/a*a*a*...`) held
+    about 230 KiB each once compiled, over 200 MiB a sandbox. Their paths now hold at
+    most MAX_PATHS_TOTAL characters in all, through POST /_mock/faults and a state
+    document alike; the default sandbox keeps no such bound unless a quota is set."""
+    from mock_server.domain.faults import MAX_PATH, MAX_PATHS_TOTAL
+
+    client = await make_client()
+    created = await (await client.post("/_mock/sandboxes", json={})).json()
+    base = f"/_mock/sandboxes/{created['id']}"
+    path = "/" + "a*" * ((MAX_PATH - 1) // 2)
+    taken = 0
+    while True:
+        answer = await client.post(f"{base}/_mock/faults", json={"path": path, "status": 503})
+        if answer.status != 201:
+            break
+        taken += 1
+    assert answer.status == 429 and taken == MAX_PATHS_TOTAL // len(path)
+    assert "DELETE /_mock/faults" in (await answer.json())["detail"]
+    document = await (await client.get(f"{base}/_mock/state")).json()
+    fault = document["faults"]["faults"][0]
+    document["faults"]["faults"] = [
+        {**fault, "id": n + 1} for n in range(MAX_PATHS_TOTAL // len(path) + 1)
+    ]
+    document["faults"]["next_id"] = len(document["faults"]["faults"]) + 1
+    refused = await client.put(f"{base}/_mock/state", json=document)
+    assert refused.status == 429, await refused.text()
+    assert (await client.delete(f"{base}/_mock/faults")).status == 200
+    for _ in range(MAX_PATHS_TOTAL // len(path) + 1):  # the default sandbox: no bound
+        assert (await client.post("/_mock/faults", json={"path": path})).status == 201

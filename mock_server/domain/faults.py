@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import validation_error
+from ..errors import ApiError, validation_error
 from .quotas import NO_QUOTAS, Quotas
 
 _KEYS = {"method", "path", "status", "times", "latency_ms", "after_commit"}
@@ -24,6 +24,14 @@ _KEYS = {"method", "path", "status", "times", "latency_ms", "after_commit"}
 #: sandbox's faults can hold (docs/hosting.md, "Sizing").
 MAX_METHOD = 32
 MAX_PATH = 2048
+#: The characters the paths of a sandbox's faults pending may hold in all: a compiled
+#: pattern takes up to about 115 bytes a character (`/a*a*a*...`), so 1000 faults of
+#: the longest paths would hold over 200 MiB; this keeps them to about 7 MiB, and a
+#: thousand faults of ordinary paths (`/api/v1/orders/*`) well within it
+#: (docs/hosting.md, "Sizing").
+MAX_PATHS_TOTAL = 64 * 1024
+#: Longer paths are not left in the cache of `re` once compiled (see `Fault`).
+_CACHED_PATH = 128
 
 
 @dataclass(slots=True)
@@ -42,6 +50,10 @@ class Fault:
 
     def __post_init__(self) -> None:
         self.pattern = re.compile(fnmatch.translate(self.path))
+        if len(self.path) > _CACHED_PATH:
+            # `re` keeps the last 512 patterns it compiled, for the whole process: a
+            # long one may hold 230 KiB, so it goes with its fault alone.
+            re.purge()
 
     def matches(self, method: str, path: str) -> bool:
         return self.method in ("*", method) and self.pattern.match(path) is not None
@@ -105,6 +117,8 @@ class Faults:
         if not isinstance(after_commit, bool):
             raise validation_error("after_commit must be true or false")
         quotas.check("faults", len(self._faults) + 1)
+        if not restoring:
+            _check_paths(quotas, sum(len(f.path) for f in self._faults), len(path))
         fault = Fault(next(self._ids), method.upper(), path, status, times, latency, after_commit)
         self._faults.append(fault)
         return fault
@@ -140,6 +154,31 @@ class Faults:
 
     def clear(self) -> None:
         self._faults.clear()
+
+    def check_sizes(self, quotas: Quotas) -> None:
+        """What `add` checks of each fault's path and of all of them, for faults a saved
+        state brings (`PUT /_mock/state`): a sandbox with a faults quota takes no more."""
+        if quotas.faults is None:
+            return
+        for fault in self._faults:
+            if len(fault.path) > MAX_PATH:
+                raise validation_error(f"a fault's path must be at most {MAX_PATH} characters")
+        _check_paths(quotas, sum(len(f.path) for f in self._faults), 0)
+
+
+def _check_paths(quotas: Quotas, held: int, adding: int) -> None:
+    """429 where a sandbox with a faults quota would hold more than `MAX_PATHS_TOTAL`
+    characters of fault paths."""
+    if quotas.faults is not None and held + adding > MAX_PATHS_TOTAL:
+        raise ApiError(
+            429,
+            "quota_exceeded",
+            f"The faults pending in this sandbox may hold at most {MAX_PATHS_TOTAL} "
+            f'characters of paths in all (docs/hosting.md, "Sizing"); they hold {held}'
+            + (f", this one adds {adding}" if adding else "")
+            + ": DELETE /_mock/faults clears them",
+            cause="faults",
+        )
 
 
 def _int_in(value: Any, low: int, high: int) -> bool:

@@ -545,6 +545,7 @@ class Sandbox:
         quotas.check("catalog", len(restored.state.catalog))
         quotas.check("scenarios", restored.runtime_scenarios)
         quotas.check("faults", len(restored.faults))
+        restored.faults.check_sizes(quotas)
         quotas.check("queue", len(restored.queue))
         quotas.check("tokens", restored.state.tokens.live_count(restored.state.clock.now()))
         quotas.check("api_keys", len(restored.state.account_by_key))
