@@ -8,6 +8,7 @@ the real feed may grow.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -128,6 +129,13 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.items)
 
+    def copy(self) -> Catalog:
+        """A catalog of its own for a sandbox: each item copied (its price, stock and
+        `in_stock` change live), its input fields (immutable) and unknown keys (only
+        read) shared. A deep copy of a 10,000-item catalog cost 0.26 s at every reset;
+        this about 20 ms."""
+        return Catalog([dataclasses.replace(item) for item in self.items.values()])
+
     def to_feed(self) -> list[dict[str, Any]]:
         return [item.to_feed() for item in self.items.values()]
 
@@ -150,9 +158,12 @@ def parse_catalog(data: Any, source: str) -> Catalog:
     problems: list[str] = []
     items: list[Item] = []
     seen: set[int] = set()
+    #: Equal input fields are one object: a catalog's items share a few kinds of field,
+    #: and making each anew was most of a 10,000-item catalog's cost.
+    shared: dict[tuple[Any, ...], InputField] = {}
     for index, record in enumerate(records, start=1):
         try:
-            item = _parse_item(record)
+            item = _parse_item(record, shared)
         except _ItemProblem as problem:
             problems.append(f"{where(source, record, problem.key)}: item {index}: {problem}")
             continue
@@ -193,7 +204,7 @@ def _quantity(record: dict[str, Any], key: str, default: int) -> Decimal | int:
     return value if isinstance(value, int) else Decimal(str(value))
 
 
-def _parse_item(record: Any) -> Item:
+def _parse_item(record: Any, shared: dict[tuple[Any, ...], InputField]) -> Item:
     if not isinstance(record, dict):
         raise _ItemProblem(f"an item is an object, got {type(record).__name__}")
     item_id = _int(record, "id", minimum=1)
@@ -235,7 +246,7 @@ def _parse_item(record: Any) -> Item:
         raise _ItemProblem("'client_code' must be true or false", "client_code")
     if client_code and product_type != "topup":
         raise _ItemProblem("'client_code' applies to topup items only", "client_code")
-    fields = _parse_fields(record.get("fields", []))
+    fields = _parse_fields(record.get("fields", []), shared)
     if product_type == "key" and fields:
         raise _ItemProblem("key items take no input fields", "fields")
     extra = {k: v for k, v in record.items() if k not in _KNOWN_KEYS}
@@ -257,7 +268,9 @@ def _parse_item(record: Any) -> Item:
     )
 
 
-def _parse_fields(raw: Any) -> tuple[InputField, ...]:
+def _parse_fields(
+    raw: Any, shared: dict[tuple[Any, ...], InputField]
+) -> tuple[InputField, ...]:
     if not isinstance(raw, list):
         raise _ItemProblem("'fields' must be a list", "fields")
     fields: list[InputField] = []
@@ -276,7 +289,7 @@ def _parse_fields(raw: Any) -> tuple[InputField, ...]:
             raise _ItemProblem(
                 f"{label} ({name}): 'type' must be text or choice, got {kind!r}", "fields"
             )
-        options: list[Option] = []
+        options: list[tuple[int, str]] = []
         if kind == "choice":
             raw_options = spec.get("options")
             if not isinstance(raw_options, list) or not raw_options:
@@ -292,6 +305,11 @@ def _parse_fields(raw: Any) -> tuple[InputField, ...]:
                     raise _ItemProblem(
                         f"{label} ({name}): option {option_id} needs a 'name' or 'label'", "fields"
                     )
-                options.append(Option(option_id, text))
-        fields.append(InputField(name, kind, tuple(options)))
+                options.append((option_id, text))
+        key = (name, kind, *options)
+        field = shared.get(key)
+        if field is None:
+            made = tuple(Option(option_id, text) for option_id, text in options)
+            field = shared[key] = InputField(name, kind, made)
+        fields.append(field)
     return tuple(fields)

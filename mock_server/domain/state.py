@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -57,7 +56,7 @@ class State:
     ) -> State:
         """A fresh state: the catalog copied (its stock and prices change live)."""
         randomness = Randomness(seed, sandbox_id, credential_key)
-        state = cls(clock=clock, randomness=randomness, catalog=copy.deepcopy(catalog))
+        state = cls(clock=clock, randomness=randomness, catalog=catalog.copy())
         for spec in accounts:
             state.add_account(state.account_from(spec))
         return state
