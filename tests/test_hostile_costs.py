@@ -283,3 +283,44 @@ async def test_a_catalog_at_its_quota_is_read_and_reset_within_bounds(tenants):
     assert len(sandbox.state.catalog) == 10_000 and spent < 0.1
     item = sandbox.state.catalog.get(100_000)
     assert item is not None and item is not parsed.get(100_000)  # its own, to change live
+
+
+async def test_a_catalog_at_its_quota_is_read_between_other_calls(tenants, monkeypatch):
+    """`PUT /_mock/catalog` of 10,000 items held the event loop 40 ms while it read
+    them, and the other tenants with it: its items are now read a piece at a time, and
+    the loop turns (other calls are answered) between pieces."""
+    from mock_server.control.accounts import CATALOG_PIECE
+    from mock_server.domain.catalog import CatalogReader
+
+    attacker, _ = tenants
+    items = [
+        {"id": 100_000 + n, "name": f"Item {n}", "product_type": "key", "price": 100}
+        for n in range(10_000)
+    ]
+    turns = 0
+    seen_at: list[int] = []  # the loop's turns when each piece began
+    read = CatalogReader.read
+
+    def counted(reader: CatalogReader, count: int) -> bool:
+        seen_at.append(turns)
+        return read(reader, count)
+
+    monkeypatch.setattr(CatalogReader, "read", counted)
+    done = False
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while not done:
+            await asyncio.sleep(0)
+            turns += 1
+
+    counting = asyncio.ensure_future(count_turns())
+    status, answer = await attacker.call("PUT", "/_mock/catalog", json=items)
+    done = True
+    await counting
+    assert status == 200 and len(answer["items"]) == 10_000
+    assert len(seen_at) == len(items) // CATALOG_PIECE
+    assert all(later > earlier for earlier, later in zip(seen_at, seen_at[1:], strict=False))
+    assert len(attacker.sandbox.state.catalog) == 10_000
+    refused, body = await attacker.call("PUT", "/_mock/catalog", json=[*items, {"id": 1}])
+    assert refused == 429 and "--sandbox-max-catalog" in body["detail"]  # before reading

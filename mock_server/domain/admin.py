@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import already_exists, not_found, validation_error
 from ..sourcefile import ConfigError
 from .accounts import MAX_BALANCE_CENTS, Account, AccountSpec, parse_accounts, to_cents
-from .catalog import Catalog, Item, parse_catalog
+from .catalog import Catalog, CatalogReader, Item, parse_catalog
 from .destinations import DestinationRules
 from .ledger import Entry, Ledger
 from .money import major
@@ -192,11 +192,28 @@ def revoke_api_key(state: State, key: str) -> None:
 
 
 def replace_catalog(state: State, data: Any, policy: Policy) -> Catalog:
+    reader = catalog_reader(data, policy)
+    reader.read(len(reader.records))
+    return adopt_catalog(state, reader)
+
+
+def catalog_reader(data: Any, policy: Policy) -> CatalogReader:
+    """`PUT /_mock/catalog`'s document, to be read (`CatalogReader.read`), or a refusal:
+    not a catalog, or more items than the sandbox may hold (before any is read)."""
     try:
-        catalog = parse_catalog(data, "request body")
+        reader = CatalogReader(data, "request body")
     except ConfigError as exc:
         raise validation_error("; ".join(exc.problems)) from exc
-    policy.quotas.check("catalog", len(catalog))
+    policy.quotas.check("catalog", len(reader.records))
+    return reader
+
+
+def adopt_catalog(state: State, reader: CatalogReader) -> Catalog:
+    """The catalog `reader` read, in place of the sandbox's; every problem a 400."""
+    try:
+        catalog = reader.catalog()
+    except ConfigError as exc:
+        raise validation_error("; ".join(exc.problems)) from exc
     state.catalog = catalog
     return catalog
 

@@ -150,30 +150,56 @@ def load_catalog(path: str | Path) -> Catalog:
 def parse_catalog(data: Any, source: str) -> Catalog:
     """Check a parsed feed and build a `Catalog`, or raise `ConfigError` listing every
     problem as `file[:line]: item N: reason` (N counts from 1)."""
-    records = data.get("items") if isinstance(data, dict) else data
-    if not isinstance(records, list):
-        raise ConfigError(
-            [f'{where(source, data)}: a catalog is a list of items or {{"items": [...]}}']
-        )
-    problems: list[str] = []
-    items: list[Item] = []
-    seen: set[int] = set()
-    #: Equal input fields are one object: a catalog's items share a few kinds of field,
-    #: and making each anew was most of a 10,000-item catalog's cost.
-    shared: dict[tuple[Any, ...], InputField] = {}
-    for index, record in enumerate(records, start=1):
-        try:
-            item = _parse_item(record, shared)
-        except _ItemProblem as problem:
-            problems.append(f"{where(source, record, problem.key)}: item {index}: {problem}")
-            continue
-        if item.id in seen:
-            problems.append(f"{where(source, record, 'id')}: item {index}: duplicate id {item.id}")
-        seen.add(item.id)
-        items.append(item)
-    if problems:
-        raise ConfigError(problems)
-    return Catalog(items)
+    reader = CatalogReader(data, source)
+    reader.read(len(reader.records))
+    return reader.catalog()
+
+
+class CatalogReader:
+    """A feed read a piece at a time, so that a large one sent to a server many
+    merchants share is read between their calls (docs/hosting.md, "What one request
+    may cost"); `parse_catalog` reads one whole."""
+
+    def __init__(self, data: Any, source: str) -> None:
+        records = data.get("items") if isinstance(data, dict) else data
+        if not isinstance(records, list):
+            raise ConfigError(
+                [f'{where(source, data)}: a catalog is a list of items or {{"items": [...]}}']
+            )
+        self.records: list[Any] = records
+        self.source = source
+        self._problems: list[str] = []
+        self._items: list[Item] = []
+        self._seen: set[int] = set()
+        #: Equal input fields are one object: a catalog's items share a few kinds of
+        #: field, and making each anew was most of a 10,000-item catalog's cost.
+        self._shared: dict[tuple[Any, ...], InputField] = {}
+        self._next = 0
+
+    def read(self, count: int) -> bool:
+        """Read up to `count` more items; whether every item has been read."""
+        source, end = self.source, min(self._next + count, len(self.records))
+        for index in range(self._next, end):
+            record = self.records[index]
+            try:
+                item = _parse_item(record, self._shared)
+            except _ItemProblem as problem:
+                where_ = where(source, record, problem.key)
+                self._problems.append(f"{where_}: item {index + 1}: {problem}")
+                continue
+            if item.id in self._seen:
+                where_ = where(source, record, "id")
+                self._problems.append(f"{where_}: item {index + 1}: duplicate id {item.id}")
+            self._seen.add(item.id)
+            self._items.append(item)
+        self._next = end
+        return end == len(self.records)
+
+    def catalog(self) -> Catalog:
+        """The catalog read, or `ConfigError` listing every problem found."""
+        if self._problems:
+            raise ConfigError(self._problems)
+        return Catalog(self._items)
 
 
 class _ItemProblem(Exception):
@@ -268,9 +294,7 @@ def _parse_item(record: Any, shared: dict[tuple[Any, ...], InputField]) -> Item:
     )
 
 
-def _parse_fields(
-    raw: Any, shared: dict[tuple[Any, ...], InputField]
-) -> tuple[InputField, ...]:
+def _parse_fields(raw: Any, shared: dict[tuple[Any, ...], InputField]) -> tuple[InputField, ...]:
     if not isinstance(raw, list):
         raise _ItemProblem("'fields' must be a list", "fields")
     fields: list[InputField] = []
