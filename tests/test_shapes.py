@@ -167,3 +167,12 @@ def test_every_problem_is_listed_with_its_own_line():
     ).splitlines()
     assert problems[0].startswith("shapes.yaml:3: order: drop 'status'")
     assert problems[1].startswith("shapes.yaml:6: event: add 'order_id'")
+
+
+def test_a_shapes_document_past_its_size_is_refused():
+    from mock_server.domain.shapes import MAX_SHAPES_BYTES, parse_kinds
+
+    huge = {"balance": {"add": {"note": {"const": "x" * MAX_SHAPES_BYTES}}}}
+    with pytest.raises(ConfigError) as refused:
+        parse_kinds(huge, "body")
+    assert f"at most {MAX_SHAPES_BYTES} bytes" in str(refused.value)

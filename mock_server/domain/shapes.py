@@ -15,6 +15,7 @@ answer is which kind and hands in the facts (`Facts`) a rule may copy.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import uuid
@@ -81,8 +82,11 @@ _ORDER_FACT_KINDS = ("order.webhook", "event")
 CONVERSIONS = ("decimal_string", "int_string", "number")
 #: The most decimals `decimal_string` writes.
 MAX_PLACES = 8
-#: The most rules one kind may hold, and kinds one file: a shapes file is small.
+#: The most rules one kind may hold: a shapes file is small.
 MAX_RULES = 200
+#: The most a shapes document may hold, written as JSON: a calibrated file is a few KiB;
+#: this bounds what a sandbox keeps of one (docs/hosting.md, "Sizing").
+MAX_SHAPES_BYTES = 64 * 1024
 
 
 @dataclass
@@ -253,6 +257,14 @@ def parse_kinds(kinds: Any, source: str) -> Shapes:
     """The `{KIND: RULES}` mapping (a created sandbox's `shapes`, `PUT /_mock/shapes`)."""
     if not isinstance(kinds, dict):
         raise ConfigError([f"{where(source, kinds)}: 'shapes' is a mapping of kind to rules"])
+    size = len(json.dumps(kinds, separators=(",", ":"), default=str))
+    if size > MAX_SHAPES_BYTES:
+        raise ConfigError(
+            [
+                f"{where(source, kinds)}: a shapes document is at most {MAX_SHAPES_BYTES} "
+                f"bytes written as JSON, this one is {size}"
+            ]
+        )
     problems: list[str] = []
     compiled: dict[str, KindRules] = {}
     for kind, rules in kinds.items():
