@@ -499,3 +499,27 @@ async def test_long_fault_patterns_are_bounded_in_all(make_client):
     assert (await client.delete(f"{base}/_mock/faults")).status == 200
     for _ in range(MAX_PATHS_TOTAL // len(path) + 1):  # the default sandbox: no bound
         assert (await client.post("/_mock/faults", json={"path": path})).status == 201
+
+
+def test_the_renderings_kept_of_orders_are_bounded_in_bytes():
+    """An order of 1000 codes is 20 KB of JSON: 10,000 of them read once each would have
+    kept 200 MB of renderings for the whole process."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from mock_server.edge.jsonio import OrderRenderings
+
+    codes = ["X" * 17] * 1000
+    orders = [
+        SimpleNamespace(id=f"o-{n}", version=1, to_json=lambda: {"codes": codes})
+        for n in range(2000)
+    ]
+    tracemalloc.start()
+    try:
+        renderings = OrderRenderings()
+        for order in orders:
+            assert len(renderings.body(order)) > 20_000
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert kept < OrderRenderings.BYTES + 2 * 1024 * 1024  # not 2000 x 20 KB = 40 MB

@@ -232,9 +232,13 @@ class OrderRenderings:
     `version` (a reset makes new orders that may reuse ids and version numbers)."""
 
     LIMIT = 10_000
+    #: The bytes kept in all: an order of 1000 codes is 20 KB of JSON, and 10,000 of them
+    #: would be 200 MB (docs/hosting.md, "Sizing").
+    BYTES = 16 * 1024 * 1024
 
     def __init__(self) -> None:
         self._bodies: dict[str, tuple[Any, int, bytes]] = {}
+        self._bytes = 0
 
     def response(self, order: Any, status: int = 200) -> web.Response:
         return web.Response(body=self.body(order), status=status, headers=_JSON_HEADERS)
@@ -243,12 +247,16 @@ class OrderRenderings:
         """The order's JSON (also what the live stream's `order` events carry)."""
         cached = self._bodies.get(order.id)
         if cached is None or cached[0] is not order or cached[1] != order.version:
-            if len(self._bodies) >= self.LIMIT:
-                self._bodies.clear()
             # Copied to its own size: orjson's result keeps its whole working buffer,
             # many times an order's JSON, and a full cache of those held far more than
             # the bodies themselves (bench/FINDINGS.md section 3b).
             body = bytes(memoryview(dumps(order.to_json())))
+            if cached is not None:
+                self._bytes -= len(cached[2])
+            if len(self._bodies) >= self.LIMIT or self._bytes + len(body) > self.BYTES:
+                self._bodies.clear()
+                self._bytes = 0
             cached = (order, order.version, body)
             self._bodies[order.id] = cached
+            self._bytes += len(body)
         return cached[2]

@@ -52,10 +52,18 @@ def shaped(sandbox: Sandbox, path: str, response: web.StreamResponse) -> web.Str
         return response
     response.body = dumps(shapes.shape(kind, body, sandbox.answer_facts(kind, body)))
     if key is not None:
-        if len(_shaped) >= _MAX_SHAPED:
-            _shaped.clear()
-        _shaped[key] = (shapes, response.body)
+        _keep(key, shapes, raw, response.body)
     return response
+
+
+def _keep(key: tuple[Any, ...], shapes: Shapes, raw: bytes, body: bytes) -> None:
+    global _shaped_bytes
+    size = len(raw) + len(body)
+    if len(_shaped) >= _MAX_SHAPED or _shaped_bytes + size > _MAX_SHAPED_BYTES:
+        _shaped.clear()
+        _shaped_bytes = 0
+    _shaped[key] = (shapes, body)
+    _shaped_bytes += size
 
 
 #: Shaped answers kept to be sent again, by what decides them: the shapes file, the
@@ -64,6 +72,10 @@ def shaped(sandbox: Sandbox, path: str, response: web.StreamResponse) -> web.Str
 #: is shaped once per change, as `jsonio.OrderRenderings` encodes it once per change.
 _shaped: dict[tuple[Any, ...], tuple[Shapes, bytes]] = {}
 _MAX_SHAPED = 4096
+#: The bytes kept in all, each answer's own and its shaped bytes (an order of 1000
+#: codes is 20 KB; docs/hosting.md, "Sizing").
+_MAX_SHAPED_BYTES = 8 * 1024 * 1024
+_shaped_bytes = 0
 
 
 def _key(
