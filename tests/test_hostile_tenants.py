@@ -421,3 +421,17 @@ async def test_large_answers_wait_in_pieces_and_a_sandbox_holds_at_most_its_allo
     assert (await first).status == 200 and stalled[0].handed == 6000
     await asyncio.gather(other, change)
     assert answers.held("sbx-a") == answers.held("sbx-b") == 0
+
+
+async def test_a_root_token_request_past_the_body_bound_is_413_in_its_own_shape(hosted):
+    """The hostile bench: a root token request of 1 MiB + 1 byte was read (to route it)
+    past the server's bound, then answered 401 'api_key is required', its body gone."""
+    client = await hosted()
+    await tenant(client)  # more than the default sandbox: the root endpoint routes by key
+    answer = await client.post(
+        "/api/v1/auth/token/client",
+        data=b" " * (1024 * 1024 + 1),
+        headers={"Content-Type": "application/json"},
+    )
+    assert answer.status == 413
+    assert set(await answer.json()) == {"error"}

@@ -26,7 +26,7 @@ from ..domain.sandbox_ids import ID_PREFIX
 from ..domain.sandboxes import Entry, Sandboxes
 from ..edge.jsonio import TOKEN_BODY_BYTES, parse_json
 from ..edge.paths import server_url
-from ..errors import ApiError, not_authenticated
+from ..errors import ApiError, TokenError, not_authenticated
 
 TOKEN_PATH_END = "/auth/token/client"
 #: The plant demo's path (spec 4.6), whose calls carry no credential.
@@ -126,6 +126,9 @@ async def _api_key_in_body(request: web.BaseRequest) -> str | None:
         return None
     try:
         body = parse_json(await request.read(), limit=TOKEN_BODY_BYTES)
+    except web.HTTPRequestEntityTooLarge as error:
+        # Past the server's bound the body is gone: the handler would read none.
+        raise TokenError(413, "Request body is too large") from error
     except (ApiError, web.HTTPException):
         return None
     api_key = body.get("api_key") if isinstance(body, dict) else None
