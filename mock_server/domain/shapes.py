@@ -150,6 +150,7 @@ class Shapes:
     rules: Mapping[str, KindRules]
     #: `varies` per kind, worked out once (it is asked on every answer).
     _varies: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    _reads: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -179,11 +180,11 @@ class Shapes:
 
     def reads(self, kind: str) -> frozenset[str]:
         """What of `Facts` the rules that may shape a `kind` answer read."""
-        names = (kind, "order.webhook") if kind == "order" else (kind,)
-        found: frozenset[str] = frozenset()
-        for name in names:
-            if name in self.rules:
-                found |= self.rules[name].reads
+        found = self._reads.get(kind)
+        if found is None:
+            names = (kind, "order.webhook") if kind == "order" else (kind,)
+            found = frozenset().union(*(self.rules[n].reads for n in names if n in self.rules))
+            self._reads[kind] = found
         return found
 
     def shape(self, kind: str, body: Any, facts: Facts | None = None) -> Any:
