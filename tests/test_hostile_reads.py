@@ -14,23 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 import orjson
 import pytest
+from hosted import HOSTED, Tenant, tenant
 
 from mock_server.domain import state_document
 from mock_server.domain.admin import ledger_view
-from mock_server.domain.sandbox import Sandbox
 from mock_server.edge.json_stream import PACED_PER_SANDBOX, PIECE_BYTES, paced, pieces
 from mock_server.edge.jsonio import dumps
 
-ADMIN_TOKEN = "adm1n"
-ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-#: docs/hosting.md, "A public test mode" (the default quotas of a created sandbox).
-HOSTED = {"admin_token": ADMIN_TOKEN, "webhook_deny_private": True, "sandbox_rate": 1000.0}
 #: What a piece, or a call, may cost: the docs' 50 ms, with room for a loaded machine.
 CPU_BOUND = 0.05
 #: The longest the event loop may be held while a large read is written: a few pieces'
@@ -39,36 +33,6 @@ STALL_BOUND = 0.1
 #: Orders in the sandbox read: enough that rendering a read whole held the loop for
 #: several times `STALL_BOUND`.
 ORDERS = 40_000
-
-
-@dataclass
-class Tenant:
-    client: Any
-    base: str
-    control: dict[str, str]
-    auth: dict[str, str]
-    sandbox: Sandbox
-
-    async def call(self, method: str, path: str, **options: Any) -> tuple[int, Any]:
-        own = self.auth if path.startswith("/api/") else self.control
-        headers = {**own, **options.pop("headers", {})}
-        response = await self.client.request(method, self.base + path, headers=headers, **options)
-        return response.status, await response.json()
-
-
-async def tenant(client: Any) -> Tenant:
-    response = await client.post("/_mock/sandboxes", json={}, headers=ADMIN)
-    created = await response.json()
-    assert response.status == 201, created
-    base = urlparse(created["base_url"]).path
-    token = await client.post(
-        base + "/api/v1/auth/token/client", json={"api_key": created["api_key"]}
-    )
-    assert token.status == 200, await token.text()
-    auth = {"Authorization": f"Bearer {(await token.json())['access_token']}"}
-    sandbox = client.app.sandboxes.find(created["id"]).sandbox
-    control = {"Authorization": f"Bearer {created['control_token']}"}
-    return Tenant(client, base, control, auth, sandbox)
 
 
 async def fill(attacker: Tenant, orders: int = ORDERS) -> str:
@@ -333,8 +297,9 @@ async def test_a_merchant_calls_save_costs_what_it_changed(make_client, tmp_path
     first = await make_client(create_app(settings))
     attacker = await tenant(first)
     assert (await attacker.call("PUT", "/_mock/catalog", json=FULL_CATALOG))[0] == 200
+    # The faults quota, their paths as long as the sandbox's bound on all of them allows.
     for n in range(999):
-        attacker.sandbox.faults.add({"path": f"/api/v1/x{n}/" + "a" * 2000, "status": 503})
+        attacker.sandbox.faults.add({"path": f"/api/v1/x{n:03d}/" + "a" * 50, "status": 503})
     fault = {"path": "/api/v1/orders", "method": "GET", "status": 503, "times": 1000}
     assert (await attacker.call("POST", "/_mock/faults", json=fault))[0] == 201
     costs = []
