@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from .calibrate_shapes import CalibrateError, calibrate_shapes
-from .reading import RecordingError, read_recordings
+from .reading import RecordingError
 from .retries import RetrySchedule, observed_retries
 from .traces import TERMINAL, OutcomeClass, Trace, classes, traces
-from .trust import file_warnings, nothing_to_replay, unsettled_warning, untrusted
+from .trust import file_warnings, read_replayable, unsettled_warning, untrusted
 
 Kind = Callable[[Trace], Any]
 
@@ -264,14 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
-        recordings = read_recordings(args.files)
+        recordings = read_replayable(args.files)
     except RecordingError as exc:
         print(exc, file=sys.stderr)
         return 2
-    for recording in recordings:
-        if (why := nothing_to_replay(recording)) is not None:
-            print(why, file=sys.stderr)
-            return 2
     all_traces = [trace for recording in recordings for trace in traces(recording)]
     if not all_traces:
         print(

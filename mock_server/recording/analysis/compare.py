@@ -37,10 +37,10 @@ from ...sourcefile import ConfigError
 from .explain import ClassVerdict
 from .findings import Finding
 from .judge import DEFAULT_TOLERANCE
-from .reading import RecordingError, read_recordings
+from .reading import RecordingError
 from .replay import Outcome, class_delays, run
 from .timelines import NO_SCENARIO, timeline
-from .trust import file_warnings, nothing_to_replay, settled, unsettled_warning, untrusted
+from .trust import file_warnings, read_replayable, settled, unsettled_warning, untrusted
 from .world import ReplayError
 
 
@@ -115,14 +115,10 @@ def main(argv: Sequence[str]) -> int:
     except SystemExit as exc:  # --help is 0, a bad flag 2
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        recordings = read_recordings(args.files)
+        recordings = read_replayable(args.files)
     except RecordingError as exc:
         print(exc, file=sys.stderr)
         return 2
-    for recording in recordings:
-        if (why := nothing_to_replay(recording)) is not None:
-            print(why, file=sys.stderr)
-            return 2
     try:
         outcome = asyncio.run(
             run(recordings, args.scenarios, args.catalog, args.tolerance, args.shapes)

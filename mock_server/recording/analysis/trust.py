@@ -16,9 +16,9 @@ scan nothing): it is not warned about.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from .reading import Exchange, Recording
+from .reading import Exchange, Recording, RecordingError, read_recordings
 from .traces import TERMINAL, Trace
 from .values import as_dict
 
@@ -69,6 +69,16 @@ def nothing_to_replay(recording: Recording) -> str | None:
             "(check --upstream and that it can be reached from the recorder)"
         )
     return None
+
+
+def read_replayable(paths: Sequence[str]) -> list[Recording]:
+    """The recordings at `paths`, each with something to replay (compare, calibrate);
+    raises `RecordingError` with `file:line: reason` otherwise."""
+    recordings = read_recordings(paths)
+    for recording in recordings:
+        if (why := nothing_to_replay(recording)) is not None:
+            raise RecordingError(why)
+    return recordings
 
 
 def settled(trace: Trace) -> bool:
