@@ -484,8 +484,9 @@ def test_a_session_is_written_in_the_recorders_format(tmp_path: Path) -> None:
 
 
 def test_compare_finds_productions_shapes_today(tmp_path: Path) -> None:
-    """Today's gap: the sandbox does not answer in production's shapes (DESIGN.md 21),
-    and none of its scenarios lives production's lives."""
+    """Without a shapes file (docs/shapes.md) the sandbox does not answer in production's
+    shapes, and without calibrated scenarios none lives production's lives: compare
+    finds both."""
     path = tmp_path / "production.jsonl"
     session = record_production(path, webhook_answers=refuse_first(2, {"shop-0"}))
     out, err = io.StringIO(), io.StringIO()

@@ -1,9 +1,9 @@
-"""A production stand-in, written from the spec alone (../shared/spec/ordering-service-api.md).
+"""A production stand-in, written from the ordering service's API specification alone.
 
 It imports nothing from `mock_server`: it is what an independent implementation of the
 spec might look like, shaped where the spec says "not shown" the way a real provider
-could have chosen, and deliberately unlike the sandbox there (DESIGN.md sections 19 and
-21): a balance sent as a string, `expires_in` on the token answer, order fields the spec
+could have chosen, and deliberately unlike the sandbox there (docs/recording.md,
+docs/shapes.md): a balance sent as a string, `expires_in` on the token answer, order fields the spec
 does not list (`eta_seconds`, `currency`), choice fields echoed as their id, the order's
 `webhook` object with sub-fields of its own, timings and an outcome mix of its own,
 webhook retries 3 s apart, events with only the spec's seven fields (or a few more).
