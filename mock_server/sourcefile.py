@@ -185,6 +185,10 @@ def _load_yaml(text: str, source: str, loader: type[_LineLoader]) -> Any:
         raise ConfigError([f"{source}{line}: invalid YAML: {exc.problem or exc}"]) from exc
     except yaml.YAMLError as exc:
         raise ConfigError([f"{source}: invalid YAML: {exc}"]) from exc
+    except (ValueError, OverflowError) as exc:
+        # A scalar the loader cannot make a value of: an integer of over 4300 digits
+        # (Python's bound on reading one), a date such as 2026-02-30.
+        raise ConfigError([f"{source}: invalid YAML: a value cannot be read: {exc}"]) from exc
 
 
 def read_file(path: str | Path) -> Any:

@@ -466,3 +466,16 @@ def test_a_huge_pattern_is_refused_by_its_size_before_it_is_compiled():
         parse_scenarios(record, "body")
     assert time.process_time() - started < 0.01
     assert f"at most {MAX_SCENARIO_BYTES} bytes" in str(refused.value)
+
+
+@pytest.mark.parametrize("scalar", ["1" + "0" * 5000, "2026-02-30"])
+async def test_a_yaml_scalar_no_value_can_be_made_of_is_a_400_not_a_500(client, scalar):
+    """An integer of over 4300 digits (Python refuses to read one) or a date that does
+    not exist made PyYAML raise ValueError: the server answered 500."""
+    answer = await client.put(
+        "/_mock/shapes",
+        data=f"shapes:\n  balance:\n    add: {{x: {{const: {scalar}}}}}\n",
+        headers={"Content-Type": "application/yaml"},
+    )
+    assert answer.status == 400, await answer.text()
+    assert "a value cannot be read" in (await answer.json())["detail"]
