@@ -338,16 +338,23 @@ async def test_a_saved_state_naming_a_refused_literal_is_refused_whole(make_clie
 async def test_a_state_file_comes_back_under_stricter_rules(make_client, tmp_path, listener):
     """A sandbox accepted by an earlier run is restored whole; the stricter rules then
     hold where each attempt connects."""
-    from dataclasses import replace
+    url = f"http://127.0.0.1:{listener.port}/hooks"
+    delivery = await _settled_after_a_stricter_restart(make_client, tmp_path, url)
+    assert delivery["attempts"][0]["error"].startswith(REFUSED)
+    assert listener.connections == 0
 
+
+async def _settled_after_a_stricter_restart(make_client: Any, tmp_path: Path, url: str) -> dict:
+    """A sandbox whose account's webhook goes to `url`, accepted by a server without
+    --webhook-deny-private and restored from its --state file by one with it: one order
+    settled there, and its delivery."""
     from mock_server.app import create_app
 
     path = str(tmp_path / "state.db")
-    url = f"http://127.0.0.1:{listener.port}/hooks"
     account = {"email": "s@example.com", "api_key": "ak_s", "balance": 100, "webhook_url": url}
     first = await make_client(create_app(replace(BASE_SETTINGS, state=path)))
     created = await first.post("/_mock/sandboxes", json={"accounts": {"accounts": [account]}})
-    assert created.status == 201
+    assert created.status == 201, await created.text()
     sandbox_id = (await created.json())["id"]
     await first.session.close()
     await first.serving.stop()
@@ -362,8 +369,7 @@ async def test_a_state_file_comes_back_under_stricter_rules(make_client, tmp_pat
     assert made.status == 201, await made.text()
     assert (await again.post(base + "/_mock/clock/advance", json={"seconds": 3})).status == 200
     (delivery,) = (await (await again.get(base + "/_mock/webhooks")).json())["deliveries"]
-    assert delivery["attempts"][0]["error"].startswith(REFUSED)
-    assert listener.connections == 0
+    return delivery
 
 
 # -- URLs no HTTP client sends to: refused where they are set, whatever the rules ---------
@@ -668,29 +674,8 @@ async def test_a_normalised_host_restored_from_state_is_refused_where_it_connect
 ):
     """A URL accepted by an earlier, laxer run (restored whole from --state) is checked
     at each attempt on the address the client would connect to: nothing is opened."""
-    from mock_server.app import create_app
-
-    path = str(tmp_path / "state.db")
     url = f"http://1㉗.0.0.1:{listener.port}/hooks"
-    account = {"email": "s@example.com", "api_key": "ak_s", "balance": 100, "webhook_url": url}
-    first = await make_client(create_app(replace(BASE_SETTINGS, state=path)))
-    created = await first.post("/_mock/sandboxes", json={"accounts": {"accounts": [account]}})
-    assert created.status == 201, await created.text()
-    sandbox_id = (await created.json())["id"]
-    await first.session.close()
-    await first.serving.stop()
-    again = await make_client(
-        create_app(replace(BASE_SETTINGS, state=path, webhook_deny_private=True))
-    )
-    base = f"/_mock/sandboxes/{sandbox_id}"
-    token = await (
-        await again.post(base + "/api/v1/auth/token/client", json={"api_key": "ak_s"})
-    ).json()
-    auth = {"Authorization": f"Bearer {token['access_token']}"}
-    made = await again.post(base + "/api/v1/orders", json={"item_id": 1001}, headers=auth)
-    assert made.status == 201, await made.text()
-    assert (await again.post(base + "/_mock/clock/advance", json={"seconds": 3})).status == 200
-    (delivery,) = (await (await again.get(base + "/_mock/webhooks")).json())["deliveries"]
+    delivery = await _settled_after_a_stricter_restart(make_client, tmp_path, url)
     error = delivery["attempts"][0]["error"]
     assert error.startswith(REFUSED) and "127.0.0.1 once normalised" in error
     assert listener.connections == 0
