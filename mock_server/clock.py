@@ -141,9 +141,15 @@ def iso(ts: float) -> str:
     """Render a virtual time as ISO 8601 UTC with milliseconds and a trailing Z.
 
     Memoised: an order's timestamps are rendered on every read, and `strftime` was a
-    twelfth of a lookup's cost."""
-    moment = datetime.fromtimestamp(round(ts, 3), UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    twelfth of a lookup's cost. A time not seen yet (each order's, on a real clock)
+    formats only its milliseconds: its second's text is kept too."""
+    millis = round(round(ts, 3) * 1000)
+    return f"{_iso_second(millis // 1000)}{millis % 1000:03d}Z"
+
+
+@functools.lru_cache(maxsize=256)
+def _iso_second(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
 
 
 def parse_iso(text: str) -> float:

@@ -159,6 +159,8 @@ def test_make_clock_refuses_an_unknown_mode() -> None:
         (START + 0.007, "2026-01-01T00:00:00.007Z"),
         (START + 3723.25, "2026-01-01T01:02:03.250Z"),
         (START + 59.9996, "2026-01-01T00:01:00.000Z"),  # rounds to the ms, carrying over
+        (START - 0.001, "2025-12-31T23:59:59.999Z"),  # the second before, not the next
+        (-1.25, "1969-12-31T23:59:58.750Z"),
     ],
 )
 def test_iso_renders_utc_with_milliseconds_and_z(ts: float, expected: str) -> None:

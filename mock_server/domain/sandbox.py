@@ -472,11 +472,13 @@ class Sandbox:
         if kind != "order" or not reads:
             return Facts(now=now, rng=self.shape_rng)
         state = self.state
-        order = state.orders.get(body.get("id")) if isinstance(body.get("id"), str) else None
+        order_id = body.get("id")
+        order = state.orders.get(order_id) if isinstance(order_id, str) else None
         primary = None
         url = None
         if order is not None:
-            primary = next((d for d in state.deliveries_by_order.of(order.id) if not d.copy), None)
+            # The delivery its `webhook` object is rendered from (`Order.webhook`).
+            primary = order.webhook if isinstance(order.webhook, Delivery) else None
             account = state.accounts.get(order.account_id)
             url = account.webhook_url if account is not None else None
         return order_facts(body, state.catalog, primary, url, now, self.shape_rng, reads)
@@ -516,10 +518,13 @@ class Sandbox:
         event = event_view(delivery.order)
         shaped = shapes.shape("event", event, facts)
         try:
-            delivery.sent = orjson.dumps(shaped)
+            # Copied to its own size: orjson's result keeps its whole working buffer
+            # (4 KiB), and every delivery keeps what it sent.
+            sent = bytes(memoryview(orjson.dumps(shaped)))
         except TypeError:  # an integer past 64 bits (a `const`): the standard encoder
-            delivery.sent = json.dumps(shaped, separators=(",", ":")).encode()
-        return delivery.sent
+            sent = json.dumps(shaped, separators=(",", ":")).encode()
+        delivery.sent = sent
+        return sent
 
     # -- saved state (docs/state.md) -----------------------------------------------------
 

@@ -227,6 +227,19 @@ def json_response(data: Any, status: int = 200) -> web.Response:
     return web.Response(body=dumps(data), status=status, headers=_JSON_HEADERS)
 
 
+class RenderedResponse(web.Response):
+    """A JSON answer that keeps the mapping its body was just encoded from: a step that
+    reads the answer after its handler (production's shapes, `merchant.shaping`) takes
+    the mapping rather than parsing the bytes back. `mapping` is None where the body was
+    kept from an earlier encoding."""
+
+    __slots__ = ("mapping",)
+
+    def __init__(self, body: bytes, mapping: dict[str, Any] | None, status: int) -> None:
+        super().__init__(body=body, status=status, headers=_JSON_HEADERS)
+        self.mapping = mapping
+
+
 class OrderRenderings:
     """The JSON of recently read orders, reused while the same order object keeps its
     `version` (a reset makes new orders that may reuse ids and version numbers)."""
@@ -240,23 +253,38 @@ class OrderRenderings:
         self._bodies: dict[str, tuple[Any, int, bytes]] = {}
         self._bytes = 0
 
-    def response(self, order: Any, status: int = 200) -> web.Response:
-        return web.Response(body=self.body(order), status=status, headers=_JSON_HEADERS)
+    def response(self, order: Any, status: int = 200) -> RenderedResponse:
+        """The order's answer; with the mapping it was encoded from when it was encoded
+        now (a created or changed order)."""
+        body = self._kept(order)
+        mapping = None
+        if body is None:
+            mapping = order.to_json()
+            body = self._keep(order, mapping)
+        return RenderedResponse(body, mapping, status)
 
     def body(self, order: Any) -> bytes:
         """The order's JSON (also what the live stream's `order` events carry)."""
+        body = self._kept(order)
+        return body if body is not None else self._keep(order, order.to_json())
+
+    def _kept(self, order: Any) -> bytes | None:
         cached = self._bodies.get(order.id)
         if cached is None or cached[0] is not order or cached[1] != order.version:
-            # Copied to its own size: orjson's result keeps its whole working buffer,
-            # many times an order's JSON, and a full cache of those held far more than
-            # the bodies themselves (bench/FINDINGS.md section 3b).
-            body = bytes(memoryview(dumps(order.to_json())))
-            if cached is not None:
-                self._bytes -= len(cached[2])
-            if len(self._bodies) >= self.LIMIT or self._bytes + len(body) > self.BYTES:
-                self._bodies.clear()
-                self._bytes = 0
-            cached = (order, order.version, body)
-            self._bodies[order.id] = cached
-            self._bytes += len(body)
+            return None
         return cached[2]
+
+    def _keep(self, order: Any, mapping: dict[str, Any]) -> bytes:
+        # Copied to its own size: orjson's result keeps its whole working buffer, many
+        # times an order's JSON, and a full cache of those held far more than the bodies
+        # themselves (bench/FINDINGS.md section 3b).
+        body = bytes(memoryview(dumps(mapping)))
+        replaced = self._bodies.get(order.id)
+        if replaced is not None:
+            self._bytes -= len(replaced[2])
+        if len(self._bodies) >= self.LIMIT or self._bytes + len(body) > self.BYTES:
+            self._bodies.clear()
+            self._bytes = 0
+        self._bodies[order.id] = (order, order.version, body)
+        self._bytes += len(body)
+        return body

@@ -6,8 +6,10 @@ leaves as it is, byte for byte.
 What this costs an answer no rule shapes is kept near nothing (bench/SHAPES.md): a
 shapes file with rules for events alone leaves every answer unlooked at, the kind is
 decided from the path and status before the body is read, and a body is parsed only
-when a rule of its kind may change it. An answer shaped by rules that make the same
-value each time is kept and sent again while its bytes and facts stay the same.
+when a rule of its kind may change it, and not at all when the answer carries the
+mapping it was just encoded from (a created or changed order). An answer shaped by
+rules that make the same value each time is kept and sent again while its bytes and
+facts stay the same.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from aiohttp import web
 
 from ..domain.sandbox import Sandbox
 from ..domain.shapes import KINDS, Shapes, answer_kind
-from ..edge.jsonio import dumps
+from ..edge.jsonio import RenderedResponse, dumps
 
 #: Stands for a body in the spec's error envelope while the body is not read yet: with
 #: it, `answer_kind` names the kind an answer to that path and status has, if it has
@@ -47,7 +49,9 @@ def shaped(sandbox: Sandbox, path: str, response: web.StreamResponse) -> web.Str
     if kept is not None and kept[0] is shapes:
         response.body = kept[1]
         return response
-    body = _parsed(raw)
+    body = response.mapping if isinstance(response, RenderedResponse) else None
+    if body is None:
+        body = _parsed(raw)
     if body is None or answer_kind(path, status, body) != kind:
         return response
     response.body = dumps(shapes.shape(kind, body, sandbox.answer_facts(kind, body)))
