@@ -46,7 +46,7 @@ from .policy import Policy
 from .quotas import NO_QUOTAS, Quotas
 from .sandbox_ids import DEFAULT_ID
 from .scenarios import Scenario, WebhookChaos, parse_scenarios
-from .shape_facts import delivery_facts, order_facts, token_facts
+from .shape_facts import DELIVERY_FACTS, delivery_facts, order_facts, token_facts
 from .shapes import Facts, Shapes, parse_kinds
 from .startup import QueuedScenario, StartupState
 from .state import State
@@ -511,7 +511,7 @@ class Sandbox:
         reads = shapes.reads("event")
         facts = Facts(
             now=self.clock.now(),
-            named=delivery_facts(delivery, url) if reads - {"order"} else {},
+            named=delivery_facts(delivery, url) if reads & DELIVERY_FACTS else {},
             order=delivery.order.to_json() if "order" in reads else None,
             rng=self.shape_rng,
         )

@@ -12,8 +12,11 @@ from typing import Any
 from ..clock import iso
 from .catalog import Catalog
 from .deliveries import Delivery
-from .shapes import Facts
+from .shapes import FACTS, Facts
 from .tokens import TOKEN_LIFETIME
+
+#: The named facts of an event's delivery.
+DELIVERY_FACTS = frozenset(name for name in FACTS if name.startswith("delivery."))
 
 
 def token_facts(now: float, rng: random.Random) -> Facts:
@@ -27,7 +30,7 @@ def order_facts(
     url: str | None,
     now: float,
     rng: random.Random,
-    reads: frozenset[str] = frozenset({"choices", "delivery."}),
+    reads: frozenset[str],
 ) -> Facts:
     """An order answer's facts: its item's choice options (label -> id) and, for its
     `webhook` object, its event's delivery (`url`: where the next attempt goes); only
@@ -40,8 +43,8 @@ def order_facts(
             for field in (item.fields if item is not None else ())
             if field.options
         }
-    named = delivery_facts(delivery, url) if any(r.startswith("delivery.") for r in reads) else {}
-    return Facts(now=now, named=named, order=order, choices=choices, rng=rng)
+    named = delivery_facts(delivery, url) if reads & DELIVERY_FACTS else {}
+    return Facts(now, named, order, choices, rng)
 
 
 def delivery_facts(delivery: Delivery | None, url: str | None) -> dict[str, Any]:

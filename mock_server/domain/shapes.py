@@ -89,7 +89,7 @@ MAX_RULES = 200
 MAX_SHAPES_BYTES = 64 * 1024
 
 
-@dataclass
+@dataclass(slots=True)
 class Facts:
     """What the sandbox knows about one answer beyond its fields."""
 
@@ -151,6 +151,7 @@ class Shapes:
     #: `varies` per kind, worked out once (it is asked on every answer).
     _varies: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
     _reads: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+    _applies: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -158,11 +159,17 @@ class Shapes:
     def applies(self, kind: str) -> bool:
         """Whether any rule may change an answer of `kind` (an error's per-code rules
         and an order's `webhook` object included)."""
-        if kind == "error":
-            return any(name == "error" or name.startswith("error.") for name in self.rules)
-        if kind == "order":
-            return "order" in self.rules or "order.webhook" in self.rules
-        return kind in self.rules
+        known = self._applies.get(kind)
+        if known is None:
+            rules = self.rules
+            if kind == "error":
+                known = any(name == "error" or name.startswith("error.") for name in rules)
+            elif kind == "order":
+                known = "order" in rules or "order.webhook" in rules
+            else:
+                known = kind in rules
+            self._applies[kind] = known
+        return known
 
     def varies(self, kind: str) -> bool:
         """Whether a rule that may shape a `kind` answer makes a new value each time
@@ -194,17 +201,20 @@ class Shapes:
         if not isinstance(body, dict):
             return body
         facts = facts or Facts()
-        kinds = [kind]
+        shaped = body
+        rules = self.rules.get(kind)
+        if rules is not None:
+            shaped = rules.apply(shaped, facts)
         if kind == "error" and isinstance(body.get("code"), str):
-            kinds.append(f"error.{body['code']}")
-        for name in kinds:
-            rules = self.rules.get(name)
+            rules = self.rules.get(f"error.{body['code']}")
             if rules is not None:
-                body = rules.apply(body, facts)
+                shaped = rules.apply(shaped, facts)
         webhook = self.rules.get("order.webhook") if kind == "order" else None
-        if webhook is not None and isinstance(body.get("webhook"), dict):
-            body = {**body, "webhook": webhook.apply(body["webhook"], facts)}
-        return body
+        if webhook is not None and isinstance(shaped.get("webhook"), dict):
+            if shaped is body:  # `apply` copies; the answer given is only read
+                shaped = dict(body)
+            shaped["webhook"] = webhook.apply(shaped["webhook"], facts)
+        return shaped
 
 
 NO_SHAPES = Shapes({}, {})

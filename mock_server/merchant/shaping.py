@@ -50,10 +50,10 @@ def shaped(sandbox: Sandbox, path: str, response: web.StreamResponse) -> web.Str
         response.body = kept[1]
         return response
     body = response.mapping if isinstance(response, RenderedResponse) else None
-    if body is None:
+    if body is None:  # else an order just rendered: of the kind its path says
         body = _parsed(raw)
-    if body is None or answer_kind(path, status, body) != kind:
-        return response
+        if body is None or answer_kind(path, status, body) != kind:
+            return response
     response.body = dumps(shapes.shape(kind, body, sandbox.answer_facts(kind, body)))
     if key is not None:
         _keep(key, shapes, raw, response.body)
