@@ -1,6 +1,6 @@
 """What production's shapes (docs/shapes.md) cost the merchant API: one command.
 
-    python bench/shapes.py [--runs 2] [--duration 5] [--warmup 2] [--no-write]
+    python bench/shapes.py [--runs 2] [--duration 6] [--warmup 2] [--no-write]
 
 Order lookup and order creation with wrk, as clients use the API: a bearer token from
 the token exchange, a `merchant_order_id` on every creation ([create.lua](create.lua)),
@@ -14,10 +14,13 @@ The server is started as the CLI starts it, with `--shapes bench/shapes.yaml`: t
 rules over `token`, `balance`, `order`, `order.webhook` and `event` (add const, copy,
 uuid and now; values; as decimal_string; drop). Each run starts one server per
 endpoint and measures it with the shapes and without (`PUT /_mock/shapes` with an empty
-mapping, which leaves every byte as a server without `--shapes` sends it), legs in
-alternating order (run 1: none, shapes; run 2: shapes, none), so that each comparison
-is made within one process (a process's memory layout alone moves the rate by up to
-15% from one server to the next). Before measuring, the harness checks that the shapes
+mapping, which leaves every byte as a server without `--shapes` sends it), so that each
+comparison is made within one process (a process's memory layout alone moves the rate by
+up to 15% from one server to the next). Each configuration is measured in two legs of
+half the duration, in mirrored order (run 1: none, shapes, shapes, none; run 2: shapes,
+none, none, shapes): a creation leg leaves its orders in the process, and each later
+leg runs ~2% slower than the one before, which one leg each in a fixed order would
+charge to whichever configuration came second. Before measuring, the harness checks that the shapes
 apply (the token's `expires_in`, the order's `item_id`, its webhook's `url` and
 `DELIVERED`, a refusal's `request_id`, the event's `sent_at`) and that without them they
 do not. The order's rules make the same value each time (as `calibrate` writes for
@@ -120,7 +123,8 @@ def bench(pin: Placement, params: WrkParams, accounts: Path, work: Path):
     results = {c: {"lookup": [], "create": []} for c in CONFIGS}
     cpu = {c: {"lookup": [], "create": []} for c in CONFIGS}
     for run in range(params.runs):
-        legs = CONFIGS if run % 2 == 0 else CONFIGS[::-1]
+        order = CONFIGS if run % 2 == 0 else CONFIGS[::-1]
+        legs = order + order[::-1]
         for endpoint, script in (("lookup", "lookup.lua"), ("create", "create.lua")):
             server = Server(server_argv(pin, accounts), f"shapes-{endpoint}", work)
             try:
@@ -129,20 +133,28 @@ def bench(pin: Placement, params: WrkParams, accounts: Path, work: Path):
                 path = "/api/v1/orders" + (f"/{order_id}" if endpoint == "lookup" else "")
                 env = {"BENCH_TOKEN": token, "BENCH_PREFIX": f"warm{run}"}
                 run_wrk(pin, params, server.url + path, script, env, params.warmup)
+                rates: dict[str, list[float]] = {c: [] for c in CONFIGS}
+                spent = dict.fromkeys(CONFIGS, 0.0)
+                requests = dict.fromkeys(CONFIGS, 0)
                 for leg, config in enumerate(legs):
                     set_shapes(client, config)
                     time.sleep(1)  # the previous leg's last events are sent
                     env["BENCH_PREFIX"] = f"run{run}-{leg}"
                     before = process_cpu(server.proc.pid)
-                    measured = run_wrk(pin, params, server.url + path, script, env, params.duration)
-                    spent = process_cpu(server.proc.pid) - before
+                    measured = run_wrk(
+                        pin, params, server.url + path, script, env, params.duration / 2
+                    )
+                    spent[config] += process_cpu(server.proc.pid) - before
                     if measured.bad_status or measured.socket_errors:
                         raise RuntimeError(
                             f"{endpoint} {config}: {measured.bad_status} non-2xx answers, "
                             f"{measured.socket_errors} socket errors"
                         )
-                    results[config][endpoint].append(measured.rps)
-                    cpu[config][endpoint].append(1e6 * spent / measured.requests)
+                    rates[config].append(measured.rps)
+                    requests[config] += measured.requests
+                for config in CONFIGS:
+                    results[config][endpoint].append(statistics.mean(rates[config]))
+                    cpu[config][endpoint].append(1e6 * spent[config] / requests[config])
                 client.close()
             finally:
                 server.stop()
@@ -160,9 +172,11 @@ def bench(pin: Placement, params: WrkParams, accounts: Path, work: Path):
 
 def describe(params: WrkParams) -> str:
     return (
-        f"wrk -t{params.threads} -c{params.connections} -d{params.duration:g}s; "
+        f"wrk -t{params.threads} -c{params.connections}, legs of "
+        f"{max(1, round(params.duration / 2))} s; "
         f"{params.runs} runs, each a fresh server per endpoint after a {params.warmup:g} s "
-        "warm-up run, measured without and with the shapes in alternating order"
+        "warm-up run, measured without and with the shapes in two legs each of half the "
+        "duration, in mirrored order (none, shapes, shapes, none; then shapes first)"
     )
 
 
@@ -217,7 +231,7 @@ def render(results: dict, cpu: dict, pin: Placement, params: WrkParams) -> str:
 
 def main() -> int:
     parser = side.arguments(__doc__)
-    parser.set_defaults(runs=2)
+    parser.set_defaults(runs=2, duration=6)
     args = parser.parse_args()
     pin = placement()
     params = side.wrk_params(args)
