@@ -230,12 +230,11 @@ def json_response(data: Any, status: int = 200) -> web.Response:
 class RenderedResponse(web.Response):
     """A JSON answer that keeps the mapping its body was just encoded from: a step that
     reads the answer after its handler (production's shapes, `merchant.shaping`) takes
-    the mapping rather than parsing the bytes back. `mapping` is None where the body was
-    kept from an earlier encoding."""
+    the mapping rather than parsing the bytes back."""
 
     __slots__ = ("mapping",)
 
-    def __init__(self, body: bytes, mapping: dict[str, Any] | None, status: int) -> None:
+    def __init__(self, body: bytes, mapping: dict[str, Any], status: int) -> None:
         super().__init__(body=body, status=status, headers=_JSON_HEADERS)
         self.mapping = mapping
 
@@ -253,15 +252,14 @@ class OrderRenderings:
         self._bodies: dict[str, tuple[Any, int, bytes]] = {}
         self._bytes = 0
 
-    def response(self, order: Any, status: int = 200) -> RenderedResponse:
-        """The order's answer; with the mapping it was encoded from when it was encoded
-        now (a created or changed order)."""
+    def response(self, order: Any, status: int = 200) -> web.Response:
+        """The order's answer; a `RenderedResponse` when it was encoded now (a created
+        or changed order)."""
         body = self._kept(order)
-        mapping = None
-        if body is None:
-            mapping = order.to_json()
-            body = self._keep(order, mapping)
-        return RenderedResponse(body, mapping, status)
+        if body is not None:
+            return web.Response(body=body, status=status, headers=_JSON_HEADERS)
+        mapping = order.to_json()
+        return RenderedResponse(self._keep(order, mapping), mapping, status)
 
     def body(self, order: Any) -> bytes:
         """The order's JSON (also what the live stream's `order` events carry)."""

@@ -25,13 +25,14 @@ from ..edge.refusals import code_for, failure, refusal
 from ..errors import ApiError, TokenError, rate_limited
 from .api import MerchantHandler
 from .rate_guard import RateGuard
-from .sandbox_choice import TOKEN_PATH_END, merchant_caller
+from .sandbox_choice import TOKEN_PATH_END, merchant_caller, unrouted_caller
 from .shaping import shaped
 
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
     from ..state_file import StateFile
 
-_MERCHANT_PREFIXES = tuple(prefix + "/" for prefix in MERCHANT_PREFIXES)
+#: Each prefix as a path starts with it, and as coverage names it.
+_MERCHANT_PREFIXES = tuple((prefix + "/", prefix) for prefix in MERCHANT_PREFIXES)
 
 
 class MerchantCalls:
@@ -60,10 +61,12 @@ class MerchantCalls:
     ) -> web.StreamResponse:
         """Answer one merchant call; `path` is the path as a whole server would see it
         (a sandbox's base path taken off) and `sandbox_id` the base path's id, if any."""
-        try:
-            caller = await merchant_caller(request, self._sandboxes, sandbox_id, path)
-        except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
-            return refusal(error)
+        caller = unrouted_caller(self._sandboxes, sandbox_id)
+        if caller is None:
+            try:
+                caller = await merchant_caller(request, self._sandboxes, sandbox_id, path)
+            except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to
+                return refusal(error)
         sandbox = caller.sandbox
         if not caller.own:
             return await self._stranger(request, handler, sandbox, path, order_id)
@@ -157,9 +160,9 @@ def _fault_response(fault_id: object, status: int, method: str, path: str) -> we
 
 def _count(coverage: Coverage, refused: ApiError | TokenError | None, path: str) -> None:
     """Coverage of a merchant call: its path prefix and, if refused, why."""
-    for prefix in _MERCHANT_PREFIXES:
+    for prefix, name in _MERCHANT_PREFIXES:
         if path.startswith(prefix):
-            coverage.count("prefixes", prefix[:-1])
+            coverage.count("prefixes", name)
             if isinstance(refused, TokenError):
                 coverage.count("merchant_errors", "token exchange refused")
             elif refused is not None:

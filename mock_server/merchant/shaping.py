@@ -49,8 +49,9 @@ def shaped(sandbox: Sandbox, path: str, response: web.StreamResponse) -> web.Str
     if kept is not None and kept[0] is shapes:
         response.body = kept[1]
         return response
-    body = response.mapping if isinstance(response, RenderedResponse) else None
-    if body is None:  # else an order just rendered: of the kind its path says
+    if isinstance(response, RenderedResponse):  # an order just rendered
+        body = response.mapping
+    else:
         body = _parsed(raw)
         if body is None or answer_kind(path, status, body) != kind:
             return response
