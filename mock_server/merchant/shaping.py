@@ -35,7 +35,7 @@ _ANSWER_KINDS = tuple(kind for kind in KINDS if kind not in ("event", "order.web
 def shaped(sandbox: Sandbox, path: str, response: web.StreamResponse) -> web.StreamResponse:
     """`response` in production's shape for `path` (the path as a whole server sees it)."""
     shapes = sandbox.shapes
-    if not shapes or not isinstance(response, web.Response) or not _shapes_answers(shapes):
+    if not shapes.rules or not isinstance(response, web.Response) or not _shapes_answers(shapes):
         return response
     status = response.status
     kind = answer_kind(path, status, _ENVELOPE)
