@@ -12,6 +12,7 @@ from aiohttp import web
 from conftest import BASE_SETTINGS
 
 from mock_server.app import create_app
+from mock_server.domain.deliveries import Delivery
 from mock_server.domain.sandbox import Sandbox
 from mock_server.edge.jsonio import json_response
 from mock_server.merchant import shaping
@@ -124,3 +125,57 @@ async def test_an_order_read_again_is_shaped_once_while_its_bytes_and_facts_stay
     third = await merchant.order(order["id"])
     assert third["webhook"]["url"] == "http://127.0.0.1:8/other"
     assert len(shaped) == 3
+
+
+async def test_a_created_order_is_shaped_from_its_mapping_not_parsed_back(make_client, parses):
+    """A created order's answer carries the mapping it was just encoded from
+    (`jsonio.RenderedResponse`): it is shaped without being parsed, and shapes as the
+    same order's bytes parsed back would."""
+    from conftest import login
+
+    client = await make_client(webhook_url="http://127.0.0.1:9/hooks")
+    rules = {
+        "order": {"add": {"item_id": {"copy": "item"}}, "drop": ["source"]},
+        "order.webhook": {"add": {"url": {"copy": "delivery.url"}}},
+    }
+    client.app.sandbox.set_shapes(rules)
+    merchant = await login(client)
+    status, created = await merchant.create({"item_id": 1001})
+    assert status == 201 and parses.parsed == 0
+    assert created["item_id"] == 1001 and "source" not in created
+    assert created["webhook"]["url"] == "http://127.0.0.1:9/hooks"
+    sandbox = client.app.sandbox
+    order = sandbox.state.orders[created["id"]]
+    read_back = shaping.shaped(
+        sandbox, "/api/v1/orders", web.Response(body=orjson.dumps(order.to_json()), status=201)
+    )
+    assert parses.parsed == 1 and orjson.loads(read_back.body) == created
+
+
+async def test_a_kept_shaped_event_holds_only_its_own_bytes():
+    """Each delivery keeps the event it sent when shapes made it; orjson's result holds
+    a 4 KiB buffer, so what is kept is copied to its own size."""
+    import tracemalloc
+
+    from mock_server.edge.jsonio import parse_json
+
+    sandbox = sandbox_with({"event": {"add": {"sent_at": "now"}}})
+    account = next(iter(sandbox.state.accounts.values()))
+    sandbox.patch_account(account.id, {"balance": 100_000})
+    orders = [
+        sandbox.create_order(
+            account, parse_json(b'{"item_id": 1001, "merchant_order_id": "k-%d"}' % i)
+        )
+        for i in range(200)
+    ]
+    deliveries = [Delivery(f"d-{i}", order) for i, order in enumerate(orders)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        sent = [sandbox.event_body(delivery, "http://127.0.0.1:9/hooks") for delivery in deliveries]
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert all(delivery.sent is body for delivery, body in zip(deliveries, sent, strict=True))
+    assert b'"sent_at"' in sent[0]
+    assert kept < 2 * sum(len(body) for body in sent) + 200 * 200  # not 200 x 4 KiB
