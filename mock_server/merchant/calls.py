@@ -25,7 +25,7 @@ from ..edge.refusals import code_for, failure, refusal
 from ..errors import ApiError, TokenError, rate_limited
 from .api import MerchantHandler
 from .rate_guard import RateGuard
-from .sandbox_choice import TOKEN_PATH_END, merchant_caller, unrouted_caller
+from .sandbox_choice import TOKEN_PATH_END, Caller, merchant_caller, unrouted
 from .shaping import shaped
 
 if TYPE_CHECKING:  # sqlite3 is imported only when a state file is used
@@ -50,6 +50,7 @@ class MerchantCalls:
         self._state_file = state_file
         self._max_body = max_body
         self._rate_guard = rate_guard
+        self._default_caller = Caller(sandboxes.default, own=True)
 
     async def call(
         self,
@@ -61,8 +62,9 @@ class MerchantCalls:
     ) -> web.StreamResponse:
         """Answer one merchant call; `path` is the path as a whole server would see it
         (a sandbox's base path taken off) and `sandbox_id` the base path's id, if any."""
-        caller = unrouted_caller(self._sandboxes, sandbox_id)
-        if caller is None:
+        if unrouted(self._sandboxes, sandbox_id):
+            caller = self._default_caller  # decided without awaiting anything
+        else:
             try:
                 caller = await merchant_caller(request, self._sandboxes, sandbox_id, path)
             except (ApiError, TokenError) as error:  # no such sandbox: no journal to write to

@@ -45,23 +45,12 @@ class Caller:
         return self.entry.sandbox
 
 
-def unrouted_caller(sandboxes: Sandboxes, sandbox_id: str | None) -> Caller | None:
-    """The default sandbox's caller where a call needs no routing (no base path, and
-    only the default sandbox ever existed): decided without reading anything of the
-    call. Every caller of the default sandbox is its own: it belongs to no tenant
-    (docs/hosting.md), and its journal shows every call made to it, as
-    docs/control-api.md says."""
-    if sandbox_id is not None or sandboxes.routing_needed:
-        return None
-    global _default_caller
-    caller = _default_caller
-    if caller is None or caller.entry is not sandboxes.default:
-        caller = _default_caller = Caller(sandboxes.default, own=True)
-    return caller
-
-
-#: The default sandbox's `Caller` (the same for every unrouted call).
-_default_caller: Caller | None = None
+def unrouted(sandboxes: Sandboxes, sandbox_id: str | None) -> bool:
+    """Whether a call goes to the default sandbox without routing: no base path, and
+    only the default sandbox ever existed. Every caller of the default sandbox is its
+    own: it belongs to no tenant (docs/hosting.md), and its journal shows every call
+    made to it, as docs/control-api.md says."""
+    return sandbox_id is None and not sandboxes.routing_needed
 
 
 async def merchant_caller(
@@ -69,9 +58,8 @@ async def merchant_caller(
 ) -> Caller:
     """The sandbox a merchant call is for, untouched, and whether its caller is its
     own; raises the 404 or 401 that says why there is no sandbox."""
-    unrouted = unrouted_caller(sandboxes, sandbox_id)
-    if unrouted is not None:
-        return unrouted
+    if unrouted(sandboxes, sandbox_id):
+        return Caller(sandboxes.default, own=True)
     api_key = await _api_key_in_body(request) if path.endswith(TOKEN_PATH_END) else None
     authorization = request.headers.get("Authorization")
     if sandbox_id is not None:
