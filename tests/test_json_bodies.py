@@ -1,8 +1,9 @@
 """Request bodies read two ways (`edge.jsonio`): a short body by walking what orjson
 made of it, a longer one from its bytes. Both must give the same value, or the same
-refusal, for any body: the walk is checked here against the byte path, on bodies made
-to hold what each path looks at (strings holding quotes, backslashes and the letters of
-an exponent; fractions, exponents, integers past 64 bits; nesting about the limit)."""
+refusal, for any body: the walk is checked here against the byte path and against
+Python's own decoder, on bodies made to hold what each path looks at (strings holding
+quotes, backslashes and the letters of an exponent; fractions, exponents, integers past
+64 bits; nesting about the limit). And a body is taken under any JSON content type."""
 
 from __future__ import annotations
 
@@ -113,6 +114,52 @@ def test_a_short_body_reads_as_its_bytes_would_read_it() -> None:
 )
 def test_a_short_body_keeps_what_was_sent(raw: bytes, expected: Any) -> None:
     assert _typed(jsonio.parse_json(raw)) == _typed(expected)
+
+
+def test_what_a_short_body_gives_is_what_the_standard_decoder_gives() -> None:
+    """The well-kept reference: every short body taken gives the value Python's own
+    decoder gives it (fractions as `Decimal`); every body it refuses is refused."""
+    strict = json.JSONDecoder(parse_float=Decimal, parse_constant=_refuse)
+    differ = []
+    for raw in _bodies():
+        walked = _read(jsonio._parse_small, raw)
+        try:
+            reference = ("value", _typed(strict.decode(raw.decode("utf-8"))))
+        except (ValueError, RecursionError):
+            reference = ("refused", None)
+        if walked == reference or walked[0] == reference[0] == "refused":
+            continue
+        if walked[0] == "refused" and "deeper than" in walked[1][2]:
+            continue  # the server's own bound (docs/hosting.md); the decoder has none
+        differ.append((raw, walked, reference))
+    assert differ == []
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("application/json", 201),
+        ("application/json; charset=utf-8", 201),
+        ("Application/JSON", 201),
+        ("application/merge-patch+json", 201),
+        ("text/plain", 400),
+        ("application/jsonx", 400),
+    ],
+)
+async def test_a_body_is_taken_under_any_json_content_type(make_client, content_type, status):
+    from conftest import login
+
+    merchant = await login(await make_client())
+    response = await merchant.client.post(
+        "/api/v1/orders",
+        data=b'{"item_id": 1001}',
+        headers={**merchant.auth, "Content-Type": content_type},
+    )
+    assert response.status == status, await response.text()
 
 
 def test_a_short_body_nested_past_the_limit_is_refused() -> None:
