@@ -396,6 +396,7 @@ def test_with_an_admin_token_the_page_asks_once_and_keeps_it_for_the_tab(
     other = browser.new_context().new_page()  # another tab (session) asks again
     try:
         other.goto(f"{guarded_sandbox.url}/_mock/ui/")
-        expect(other.get_by_role("dialog", name="Admin token")).to_be_visible()
+        # As long as `_dashboard`'s pages wait: a fresh context loads every script anew.
+        expect(other.get_by_role("dialog", name="Admin token")).to_be_visible(timeout=10_000)
     finally:
         other.context.close()
