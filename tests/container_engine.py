@@ -22,11 +22,12 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests import services
+from tests.steady_network import interfaces_steady
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -51,12 +52,19 @@ class EngineError(AssertionError):
     not there at all is `services.require("docker")`'s: skipped, or failed in CI.)"""
 
 
+#: The commands that add or remove a container's network interfaces, which a browser
+#: loading a page meanwhile takes for a changed network (tests/steady_network.py).
+CHANGING_INTERFACES = frozenset({"build", "run", "start", "restart", "stop", "kill", "rm"})
+
+
 def docker(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     if shutil.which("docker") is None:
         raise EngineError("no `docker` on PATH: .ci/run installs Debian's docker.io")
-    completed = subprocess.run(
-        ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    turn = interfaces_steady() if args[0] in CHANGING_INTERFACES else nullcontext()
+    with turn:
+        completed = subprocess.run(
+            ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
+        )
     if check and completed.returncode != 0:
         raise EngineError(
             f"docker {' '.join(args[:3])}... exited {completed.returncode}:\n"

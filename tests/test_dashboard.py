@@ -33,6 +33,7 @@ from tests.dashboard_helpers import (
     horizontal_overflow,
     screenshot,
 )
+from tests.steady_network import interfaces_steady
 
 START = "2026-01-01T00:00:00Z"
 SETTINGS = Settings(clock="manual", port=0, seed=1, start_time=parse_iso(START))
@@ -85,14 +86,15 @@ def sandbox() -> Iterator[SandboxHandle]:
 
 
 def _dashboard(browser: Browser, sandbox: SandboxHandle) -> Iterator[Dashboard]:
-    context = browser.new_context(viewport=DESKTOP)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    console = Console(page)
-    try:
-        yield Dashboard(page, console, sandbox)
-    finally:
-        context.close()
+    with interfaces_steady():  # no container starts or goes meanwhile
+        context = browser.new_context(viewport=DESKTOP)
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        console = Console(page)
+        try:
+            yield Dashboard(page, console, sandbox)
+        finally:
+            context.close()
     assert console.unexpected() == [], "the page logged errors"
 
 
