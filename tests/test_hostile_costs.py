@@ -12,6 +12,7 @@ what the attack once cost.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from typing import Any
 
@@ -35,9 +36,17 @@ async def tenants(make_client) -> tuple[Tenant, Tenant]:
 
 
 def cpu(call: Any, *args: Any) -> tuple[float, Any]:
-    started = time.process_time()
-    result = call(*args)
-    return time.process_time() - started, result
+    """The CPU `call(*args)` takes, without the collector: a full collection of what
+    the test process holds by then (hundreds of tests' worth) is not the call's cost,
+    and once tripled what a catalog's reading measured."""
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.process_time()
+        result = call(*args)
+        return time.process_time() - started, result
+    finally:
+        gc.enable()
 
 
 async def beside(attack: Any, bystander: Tenant) -> tuple[Any, float]:
@@ -238,11 +247,13 @@ async def test_a_catalog_at_its_quota_is_read_and_reset_within_bounds(tenants):
 
     attacker, _ = tenants
     spent, parsed = cpu(parse_catalog, _catalog(10_000), "body")
-    assert len(parsed) == 10_000 and spent < 0.1
+    assert len(parsed) == 10_000 and spent < CPU_BOUND
     sandbox = attacker.sandbox
+    spent_small, _ = cpu(sandbox.reset)
     sandbox.startup = dataclasses.replace(sandbox.startup, catalog=parsed)
     spent, _ = cpu(sandbox.reset)
-    assert len(sandbox.state.catalog) == 10_000 and spent < 0.1
+    # A reset costs about what it costs with the embedded catalog: the copy is shallow.
+    assert len(sandbox.state.catalog) == 10_000 and spent - spent_small < 0.05
     item = sandbox.state.catalog.get(100_000)
     assert item is not None and item is not parsed.get(100_000)  # its own, to change live
 
