@@ -44,7 +44,7 @@ def order_facts(
             if field.options
         }
     named = delivery_facts(delivery, url) if reads & DELIVERY_FACTS else {}
-    return Facts(now, named, order, choices, rng)
+    return Facts(now=now, named=named, order=order, choices=choices, rng=rng)
 
 
 def delivery_facts(delivery: Delivery | None, url: str | None) -> dict[str, Any]:

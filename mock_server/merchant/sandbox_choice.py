@@ -56,10 +56,9 @@ def unrouted(sandboxes: Sandboxes, sandbox_id: str | None) -> bool:
 async def merchant_caller(
     request: web.BaseRequest, sandboxes: Sandboxes, sandbox_id: str | None, path: str
 ) -> Caller:
-    """The sandbox a merchant call is for, untouched, and whether its caller is its
-    own; raises the 404 or 401 that says why there is no sandbox."""
-    if unrouted(sandboxes, sandbox_id):
-        return Caller(sandboxes.default, own=True)
+    """The sandbox a merchant call that needs routing (`unrouted` is false) is for,
+    untouched, and whether its caller is its own; raises the 404 or 401 that says why
+    there is no sandbox."""
     api_key = await _api_key_in_body(request) if path.endswith(TOKEN_PATH_END) else None
     authorization = request.headers.get("Authorization")
     if sandbox_id is not None:
