@@ -14,6 +14,7 @@ the microsecond grid (`quantize`): ten advances of 0.1 s land exactly on the job
 from __future__ import annotations
 
 import functools
+import math
 import time
 from datetime import UTC, datetime
 
@@ -27,8 +28,26 @@ def check_reachable(ts: float) -> None:
         raise ClockError("that would move the clock past 9999-12-31T23:59:59Z")
 
 
+#: Past this many microseconds (about the year 2255) a float is not fine enough to hold
+#: every microsecond, and `quantize` leaves the work to `round`.
+_MICROS_HELD = 2.0**53
+
+
 def quantize(ts: float) -> float:
-    """Snap a time to whole microseconds, the grid every clock and job time lives on."""
+    """Snap a time to whole microseconds, the grid every clock and job time lives on:
+    the float `round(ts, 6)` gives, in under half its time (the real clock asks for it
+    several times a request).
+
+    `ts * 10**6` is rounded to a float, so it can lie on the other side of a half
+    microsecond from the exact value, by at most half a unit in its last place; only
+    such near-halves, and what `_MICROS_HELD` rules out, are rounded by `round(ts, 6)`.
+    Elsewhere both round the same whole number of microseconds, and dividing it by
+    10**6 gives the nearest float to it, as `round` does."""
+    scaled = ts * 1_000_000
+    if -_MICROS_HELD < scaled < _MICROS_HELD:
+        micros = round(scaled)
+        if abs(abs(scaled - micros) - 0.5) > math.ulp(scaled) / 2:
+            return micros / 1_000_000
     return round(ts, 6)
 
 

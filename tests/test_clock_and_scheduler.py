@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 import re
 
 import pytest
 
 from mock_server import clock as clock_module
-from mock_server.clock import ClockError, ManualClock, RealClock, iso, make_clock, parse_iso
+from mock_server.clock import (
+    ClockError,
+    ManualClock,
+    RealClock,
+    iso,
+    make_clock,
+    parse_iso,
+    quantize,
+)
 from mock_server.scheduler import Scheduler
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -120,6 +130,34 @@ def test_real_clock_move_to_only_jumps_forward(wall: FakeMonotonic) -> None:
     assert clock.now() == START + 100
     clock.move_to(START + 50)  # already past it: a late job, never a step back
     assert clock.now() == START + 100
+
+
+def _times_near_halves(draw: random.Random) -> list[float]:
+    """Times of every kind a clock or a job holds, and the ones `quantize` must not get
+    wrong: exactly on a microsecond, a hair either side of a half microsecond, far in
+    the future, tiny, negative."""
+    times = []
+    for _ in range(40_000):
+        micros = draw.randrange(0, 4 * 10**15)
+        times += [
+            micros / 1e6,
+            (micros + 0.5) / 1e6,
+            micros / 1e6 + draw.choice((5e-7, -5e-7, 4.9999999e-7, 5.0000001e-7)),
+            draw.uniform(1.7e9, 1.9e9),
+            draw.uniform(0, 1e4),
+            draw.uniform(1e4, clock_module.LATEST),
+            draw.uniform(-1e3, 0),
+        ]
+    return times + [0.0, 5e-7, 1.5e-6, 2.5e-6, 2.0**53 / 1e6, clock_module.LATEST]
+
+
+def test_quantize_gives_what_rounding_to_six_places_gives() -> None:
+    draw = random.Random(20261128)
+    for ts in _times_near_halves(draw):
+        assert quantize(ts) == round(ts, 6), ts
+    for ts in (float("inf"), float("-inf")):
+        assert quantize(ts) == ts
+    assert math.isnan(quantize(float("nan")))
 
 
 @pytest.mark.parametrize("scale", [0, -1])
