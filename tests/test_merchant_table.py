@@ -22,6 +22,7 @@ import pytest
 
 from mock_server.edge.jsonio import OrderRenderings
 from mock_server.merchant.api import ORDER_ID, MerchantApi
+from mock_server.merchant.table import MerchantTable
 from tests.conftest import Merchant
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -180,3 +181,56 @@ def test_the_table_serves_both_spec_prefixes_alike():
             if template.startswith(prefix + "/"):
                 twin = other + template[len(prefix) :]
                 assert TABLE.get(twin) == methods, (template, twin)
+
+
+def _handler(name: str) -> Any:
+    async def handler(request: Any, sandbox: Any, order_id: str) -> Any:
+        return name
+
+    handler.__name__ = name
+    return handler
+
+
+def test_matching_takes_a_whole_nonempty_segment_as_the_order_id():
+    get, code = _handler("get"), _handler("code")
+    table = MerchantTable(
+        [
+            ("GET", "/v1/orders/{order_id}", get),
+            ("POST", "/v1/orders/{order_id}/client-code", code),
+            ("GET", "/v1/orders/latest", get),
+        ]
+    )
+    assert table.match("GET", "/v1/orders/o-1") == (get, "o-1")
+    assert table.match("HEAD", "/v1/orders/o-1") == (get, "o-1")
+    assert table.match("POST", "/v1/orders/o-1/client-code") == (code, "o-1")
+    assert table.match("GET", "/v1/orders/client-code") == (get, "client-code")
+    assert table.match("GET", "/v1/orders/latest") == (get, "")  # a path of its own first
+    for path in (
+        "/v1/orders/",
+        "/v1/orders//client-code",
+        "/v1/orders/o-1/",
+        "/v1/orders/o-1/nope",
+        "/v1/orders/o-1/client-code/x",
+        "/v1/orders",
+        "/v1/x/orders/o-1",
+        "/client-code",
+        "",
+    ):
+        handler, order_id = table.match("GET", path)
+        assert (handler.__name__, order_id) == ("_not_found", ""), path
+    refused, order_id = table.match("GET", "/v1/orders/o-1/client-code")
+    assert (type(refused).__name__, order_id) == ("_NotAllowed", "")
+
+
+@pytest.mark.parametrize(
+    "routes",
+    [
+        [("GET", "/v1/orders/x{order_id}", None)],
+        [("GET", "/v1/orders/{order_id}.json", None)],
+        [("GET", "/v1/orders/{order_id}/a/b", None)],
+        [("GET", "/v1/{order_id}/codes", None), ("GET", "/v1/orders/{order_id}", None)],
+    ],
+)
+def test_a_table_whose_paths_would_be_ambiguous_is_refused(routes):
+    with pytest.raises(ValueError):
+        MerchantTable(routes)
