@@ -3,9 +3,10 @@ it, and a preflight is answered before anything else."""
 
 from __future__ import annotations
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
-ACAO = "Access-Control-Allow-Origin"
+#: aiohttp's own `istr` name: setting a header by it skips folding the name's case.
+ACAO = hdrs.ACCESS_CONTROL_ALLOW_ORIGIN
 ALLOWED_HEADERS = "Authorization, Content-Type, X-Mock-Scenario"
 ALLOWED_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 _PREFLIGHT = {

@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from .jsonio import dumps, json_response
+from .jsonio import JSON_HEADERS, dumps, json_response
 
 #: About how many bytes of JSON one piece holds: rendering one costs a few ms at most
 #: (an order of 1000 codes, the largest item, is 20 KB).
@@ -32,7 +32,6 @@ PIECE_BYTES = 64 * 1024
 #: Large answers one sandbox may have being written at once (docs/hosting.md, "Clients
 #: that never read").
 PACED_PER_SANDBOX = 4
-_JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
 
 
 def pieces(document: Any, size: int = PIECE_BYTES) -> Iterator[bytes]:
@@ -92,7 +91,7 @@ class PacedAnswers:
         first = next(rendered, b"")
         second = next(rendered, None)
         if second is None:
-            return web.Response(body=first, headers=_JSON_HEADERS)
+            return web.Response(body=first, headers=JSON_HEADERS)
         if self.writing(holder) >= self.limit:
             rendered.close()
             return json_response(
@@ -106,7 +105,7 @@ class PacedAnswers:
                 429,
             )
         return web.Response(
-            body=self._paced(holder, first + second, rendered), headers=_JSON_HEADERS
+            body=self._paced(holder, first + second, rendered), headers=JSON_HEADERS
         )
 
     async def _paced(
