@@ -25,7 +25,7 @@ class Cors:
 
     @staticmethod
     def is_preflight(request: web.BaseRequest) -> bool:
-        return request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers
+        return request.method == "OPTIONS" and hdrs.ACCESS_CONTROL_REQUEST_METHOD in request.headers
 
     @staticmethod
     def preflight() -> web.Response:
@@ -38,7 +38,7 @@ class Cors:
         if self._any:
             response.headers[ACAO] = "*"
         else:
-            origin = request.headers.get("Origin")
+            origin = request.headers.get(hdrs.ORIGIN)
             if origin and origin in self._origins:
                 response.headers[ACAO] = origin
                 response.headers["Vary"] = "Origin"

@@ -210,7 +210,7 @@ async def read_json(
         if required:
             raise malformed_body("A JSON object body is required")
         return {}
-    declared = request.headers.get("Content-Type")
+    declared = request.headers.get(hdrs.CONTENT_TYPE)
     # The header as clients send it most is taken as it is; any other is parsed.
     if declared and declared not in _JSON_TYPES and not _is_json_type(request.content_type):
         raise malformed_body(f"Content-Type must be application/json, got {request.content_type}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from aiohttp import HttpVersion11, web
+from aiohttp import HttpVersion11, hdrs, web
 
 from ..control.calls import ControlCalls
 from ..merchant.calls import MerchantCalls
@@ -48,7 +48,7 @@ class Edge:
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         response: web.StreamResponse
         sandbox_id, path = split_base(request.path)
-        if "Expect" in request.headers and (refused := _expect(request)) is not None:
+        if hdrs.EXPECT in request.headers and (refused := _expect(request)) is not None:
             response = refused
         elif self.cors.is_preflight(request):
             response = self.cors.preflight()

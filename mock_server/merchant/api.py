@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from ..domain.accounts import Account
 from ..domain.sandbox import Sandbox
@@ -99,4 +99,4 @@ class MerchantApi:
 
 
 def _account(request: web.BaseRequest, sandbox: Sandbox) -> Account:
-    return sandbox.authenticate(request.headers.get("Authorization"))
+    return sandbox.authenticate(request.headers.get(hdrs.AUTHORIZATION))
