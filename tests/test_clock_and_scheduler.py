@@ -117,6 +117,17 @@ def test_real_clock_advance_jumps_on_top_of_wall_time(wall: FakeMonotonic) -> No
     assert clock.now() == START + 40
 
 
+def test_real_clock_times_lie_on_the_microsecond_grid(wall: FakeMonotonic) -> None:
+    clock = RealClock(START, time_scale=3)
+    clock.advance(0.1)
+    clock.advance(0.2)
+    for step in (0.000_000_4, 0.123_456_789, 1e-7, 2.5e-7, 7.654_321_987):
+        wall.value += step
+        now = clock.now()
+        assert now == round(now, 6)
+        assert abs(now - (START + 0.3 + (wall.value - 500) * 3)) <= 1e-6
+
+
 def test_real_clock_refuses_to_advance_backwards(wall: FakeMonotonic) -> None:
     clock = RealClock(START)
     with pytest.raises(ClockError):
