@@ -86,6 +86,9 @@ class _Stream:
 
 #: How wide one draw of each stream is (`uuid`, `_secret`, `codes`).
 _ID_BITS, _TOKEN_BITS, _CODE_BITS = 128, 256, 75
+#: A UUID's version (4) and variant (RFC 4122) bits, set over the drawn ones.
+_UUID_KEPT = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID_SET = (4 << 76) | (0x8000 << 48)
 
 
 class Randomness:
@@ -135,10 +138,8 @@ class Randomness:
     def uuid(self) -> str:
         """A version-4 UUID string from the seeded stream (formatted by hand: building a
         `uuid.UUID` only to print it cost more than the rest of making an id)."""
-        bits = self._ids.draw(_ID_BITS)
-        bits = (bits & ~(0xF000 << 64)) | (4 << 76)  # version 4
-        bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)  # RFC 4122 variant
-        h = f"{bits:032x}"
+        bits = self._ids.draw(_ID_BITS) & _UUID_KEPT | _UUID_SET
+        h = bits.to_bytes(16).hex()  # a third faster than f"{bits:032x}"
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def token(self) -> str:
