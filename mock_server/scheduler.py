@@ -84,8 +84,10 @@ class Scheduler:
     ) -> Job:
         """Run `action(*args)` at virtual time `due`."""
         job = Job(quantize(due), next(self._seq), owner, label, action, args)
-        heapq.heappush(self._heap, job)
-        self._wakeup.set()
+        heap = self._heap
+        heapq.heappush(heap, job)
+        if heap[0] is job:  # due first: the real-clock loop sleeps until the first job
+            self._wakeup.set()
         return job
 
     def call_later(

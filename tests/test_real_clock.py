@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from mock_server.clock import RealClock
+from mock_server.scheduler import Scheduler
 from tests.conftest import login
 
 SCALE = 2000.0  # an order's 3-second happy path takes 1.5 ms
@@ -50,3 +52,43 @@ async def test_a_job_scheduled_while_the_loop_sleeps_wakes_it(make_client):
         return (await merchant.order(order["id"]))["status"] == "completed"
 
     await _until(completed)
+
+
+async def test_only_a_job_due_first_wakes_the_sleeping_loop(monkeypatch):
+    """A job due after the first one leaves the loop asleep (it wakes for the first
+    anyway); one due before it wakes the loop, which then runs it on time."""
+    clock = RealClock(time.time(), time_scale=1.0)
+    scheduler = Scheduler(clock)
+    turns = 0
+    run_due = scheduler.run_due
+
+    async def counted() -> None:
+        nonlocal turns
+        turns += 1
+        await run_due()
+
+    monkeypatch.setattr(scheduler, "run_due", counted)
+    ran: list[str] = []
+    loop = asyncio.create_task(scheduler.run_forever())
+    try:
+        scheduler.call_later(3600, ran.append, "an hour on", owner="a")
+        for _ in range(5):
+            await asyncio.sleep(0)
+        asleep = turns
+        for minutes in range(1, 200):
+            scheduler.call_later(3600 + minutes * 60, ran.append, "later", owner="a")
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert turns == asleep
+        scheduler.call_later(0, ran.append, "now", owner="a")
+        await _until_true(lambda: ran == ["now"])
+        assert turns == asleep + 1
+    finally:
+        loop.cancel()
+
+
+async def _until_true(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the real-clock loop did not run it"
+        await asyncio.sleep(0.001)
