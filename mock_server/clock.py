@@ -35,8 +35,8 @@ _MICROS_HELD = 2.0**53
 
 def quantize(ts: float) -> float:
     """Snap a time to whole microseconds, the grid every clock and job time lives on:
-    the float `round(ts, 6)` gives, in under half its time (the real clock asks for it
-    several times a request).
+    the float `round(ts, 6)` gives, without its detour through decimal text where that
+    is safe (every job's due time goes through here: bench/FINDINGS.md section 19).
 
     `ts * 10**6` is rounded to a float, so it can lie on the other side of a half
     microsecond from the exact value, by at most half a unit in its last place; only
@@ -113,8 +113,9 @@ class ManualClock(Clock):
 
 class RealClock(Clock):
     """Virtual time = start + (wall time elapsed) * time_scale + manual jumps, counted in
-    whole microseconds as the manual clock counts them: no time it gives needs
-    `quantize`, and `now` costs about a third of what rounding a float to the grid did."""
+    whole microseconds as the manual clock counts them, so no time it gives needs
+    `quantize` (the default clock, asked several times a request: bench/FINDINGS.md
+    section 19)."""
 
     mode = "real"
 
