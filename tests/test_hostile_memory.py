@@ -523,3 +523,38 @@ def test_the_renderings_kept_of_orders_are_bounded_in_bytes():
     finally:
         tracemalloc.stop()
     assert kept < OrderRenderings.BYTES + 2 * 1024 * 1024  # not 2000 x 20 KB = 40 MB
+
+
+def test_a_new_orders_answer_is_kept_only_once_it_is_read():
+    """Creating orders keeps none of their answers (most are read seldom, if ever); the
+    first read renders one and keeps it for the next."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from mock_server.edge.jsonio import OrderRenderings
+
+    codes = ["X" * 17] * 1000
+    rendered: list[str] = []
+
+    def order(n: int) -> Any:
+        def to_json() -> dict[str, Any]:
+            rendered.append(f"o-{n}")
+            return {"id": f"o-{n}", "codes": codes}
+
+        return SimpleNamespace(id=f"o-{n}", version=1, to_json=to_json)
+
+    orders = [order(n) for n in range(500)]
+    renderings = OrderRenderings()
+    tracemalloc.start()
+    try:
+        answers = [renderings.response(o, 201, keep=False) for o in orders]
+        del answers
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert kept < 1024 * 1024  # not 500 x 20 KB = 10 MB
+    created = renderings.response(orders[0], 201, keep=False)
+    assert (created.status, created.mapping["id"]) == (201, "o-0")
+    first, second = renderings.response(orders[0]), renderings.response(orders[0])
+    assert first.body == second.body == created.body
+    assert rendered.count("o-0") == 3  # at its creation, at the one above, at its first read

@@ -292,7 +292,10 @@ class RenderedResponse(web.Response):
 
 class OrderRenderings:
     """The JSON of recently read orders, reused while the same order object keeps its
-    `version` (a reset makes new orders that may reuse ids and version numbers)."""
+    `version` (a reset makes new orders that may reuse ids and version numbers). A new
+    order's answer is not kept: most are read seldom or never, and keeping each one
+    cost every creation more than rendering it again costs its first read
+    (bench/FINDINGS.md section 19)."""
 
     LIMIT = 10_000
     #: The bytes kept in all: an order of 1000 codes is 20 KB of JSON, and 10,000 of them
@@ -303,16 +306,15 @@ class OrderRenderings:
         self._bodies: dict[str, tuple[Any, int, bytes]] = {}
         self._bytes = 0
 
-    def response(self, order: Any, status: int = 200) -> web.Response:
+    def response(self, order: Any, status: int = 200, *, keep: bool = True) -> web.Response:
         """The order's answer; a `RenderedResponse` when it was encoded now (a created
-        or changed order)."""
+        or changed order), kept for the next read unless `keep` is false."""
         body = self._kept(order)
         if body is not None:
             return web.Response(body=body, status=status, headers=JSON_HEADERS)
         mapping = order.to_json()
-        response = RenderedResponse(
-            body=self._keep(order, mapping), status=status, headers=JSON_HEADERS
-        )
+        body = self._keep(order, mapping) if keep else dumps(mapping)
+        response = RenderedResponse(body=body, status=status, headers=JSON_HEADERS)
         response.mapping = mapping
         return response
 

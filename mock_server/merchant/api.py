@@ -77,7 +77,7 @@ class MerchantApi:
         body = await read_json(request)
         scenario = request.headers.get(SCENARIO_HEADER)
         order = sandbox.create_order(account, body, scenario_name=scenario)
-        return self._renderings.response(order, status=201)
+        return self._renderings.response(order, status=201, keep=False)
 
     async def get_order(
         self, request: web.BaseRequest, sandbox: Sandbox, order_id: str
