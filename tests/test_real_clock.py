@@ -81,14 +81,11 @@ async def test_only_a_job_due_first_wakes_the_sleeping_loop(monkeypatch):
             await asyncio.sleep(0)
         assert turns == asleep
         scheduler.call_later(0, ran.append, "now", owner="a")
-        await _until_true(lambda: ran == ["now"])
+
+        async def ran_now() -> bool:
+            return ran == ["now"]
+
+        await _until(ran_now)
         assert turns == asleep + 1
     finally:
         loop.cancel()
-
-
-async def _until_true(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "the real-clock loop did not run it"
-        await asyncio.sleep(0.001)
